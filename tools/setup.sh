@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# Installs what fabps needs to build, test and run, from Debian 12 packages.
+# Idempotent: installs only what is missing; safe to run every time.
+set -euo pipefail
+
+PACKAGES=(
+  build-essential cmake ninja-build pkg-config clang clang-format
+  libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ibverbs-utils rdma-core
+  libthrift-dev thrift-compiler libboost-dev libevent-dev libssl-dev
+  libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
+  libzstd-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libeigen3-dev
+  etcd-server etcd-client iperf3 dataset-fashion-mnist
+  iproute2 procps python3 openssl
+)
+
+missing=()
+for p in "${PACKAGES[@]}"; do
+  if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+    missing+=("$p")
+  fi
+done
+
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "setup: all ${#PACKAGES[@]} packages present"
+  exit 0
+fi
+
+SUDO=""
+if [ "$(id -u)" -ne 0 ]; then SUDO="sudo"; fi
+echo "setup: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"
