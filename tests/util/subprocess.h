@@ -1,0 +1,80 @@
+// Test utilities for tests that start real processes: spawn a child by
+// fork/exec with its output in a log file, signal it, wait with a deadline,
+// and kill it when the handle goes away. Tests end only the processes they
+// started, by PID.
+#ifndef FABPS_TESTS_UTIL_SUBPROCESS_H_
+#define FABPS_TESTS_UTIL_SUBPROCESS_H_
+
+#include <sys/types.h>
+
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace fabps::testing {
+
+class Subprocess {
+ public:
+  // Starts `argv[0]` (a path) with `argv[1..]`. stdout and stderr go to
+  // `log_path` (appended) when it is not empty, else are inherited. `env` adds
+  // "NAME=value" entries to the inherited environment.
+  static Result<Subprocess> Start(const std::vector<std::string>& argv,
+                                  const std::string& log_path,
+                                  const std::vector<std::string>& env = {});
+
+  Subprocess() = default;
+  Subprocess(Subprocess&& o) noexcept;
+  Subprocess& operator=(Subprocess&& o) noexcept;
+  Subprocess(const Subprocess&) = delete;
+  Subprocess& operator=(const Subprocess&) = delete;
+  // Kills (SIGKILL) and reaps the child if it is still running.
+  ~Subprocess();
+
+  pid_t pid() const { return pid_; }
+  bool running();  // reaps the child if it has exited
+  Status Signal(int sig);
+  // Waits until the child exits, up to `timeout_ms`. On exit returns its
+  // status as from waitpid (use WIFEXITED etc.); TimedOut otherwise.
+  Result<int> Wait(int timeout_ms);
+  // SIGTERM, then SIGKILL after `grace_ms`; returns the wait status.
+  Result<int> Stop(int grace_ms = 3000);
+  void Kill();  // SIGKILL and reap
+  const std::string& log_path() const { return log_path_; }
+
+ private:
+  pid_t pid_ = -1;
+  int wait_status_ = 0;
+  bool exited_ = false;
+  std::string log_path_;
+};
+
+// A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
+// released). Another process may take it before the caller binds; callers
+// that can should bind port 0 themselves and report the port.
+int FreeTcpPort();
+
+// A fresh directory under $TMPDIR (or /tmp), removed with its contents when
+// the object is destroyed unless FABPS_KEEP_TEST_DIRS is set.
+class TempDir {
+ public:
+  TempDir();
+  ~TempDir();
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  const std::string& path() const { return path_; }
+  std::string File(const std::string& name) const { return path_ + "/" + name; }
+
+ private:
+  std::string path_;
+};
+
+// Reads a whole file; empty string when it cannot be read.
+std::string ReadFileOrEmpty(const std::string& path);
+
+// The path of a binary built by this tree, e.g. BuiltBinary("bench/fabps_fabric_bench").
+std::string BuiltBinary(const std::string& relative);
+
+}  // namespace fabps::testing
+
+#endif  // FABPS_TESTS_UTIL_SUBPROCESS_H_
