@@ -1,0 +1,259 @@
+#include "pserver/layout.h"
+
+#include <algorithm>
+#include <cstring>
+#include <sstream>
+#include <unordered_set>
+
+#include "base/crc32c.h"
+#include "pserver/byte_io.h"
+
+namespace fabps::pserver {
+namespace {
+
+constexpr char kMagic[8] = {'F', 'A', 'B', 'P', 'S', 'L', 'Y', '1'};
+constexpr uint32_t kVersion = 1;
+
+// Element count of `shape`, or 0 when it overflows kMaxParamElements or has a
+// zero dimension.
+uint64_t CountElements(const std::vector<uint64_t>& shape) {
+  uint64_t n = 1;
+  for (uint64_t d : shape) {
+    if (d == 0 || d > Layout::kMaxParamElements / n) return 0;
+    n *= d;
+  }
+  return n;
+}
+
+}  // namespace
+
+std::string ShapeString(const std::vector<uint64_t>& shape) {
+  std::ostringstream os;
+  os << '[';
+  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
+  os << ']';
+  return os.str();
+}
+
+uint64_t Layout::HashName(std::string_view name) {
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (unsigned char c : name) {
+    h ^= c;
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+Result<Layout> Layout::Build(std::vector<ParamSpec> params,
+                             uint64_t block_elements, uint32_t num_pservers) {
+  if (num_pservers < 1 || num_pservers > kMaxPservers) {
+    return Status::InvalidArgument("layout: number of pservers " +
+                                   std::to_string(num_pservers) +
+                                   " outside [1, 65536]");
+  }
+  if (block_elements < 1 || block_elements > kMaxParamElements) {
+    return Status::InvalidArgument("layout: block size " +
+                                   std::to_string(block_elements) +
+                                   " elements is out of range");
+  }
+  if (params.size() > kMaxParams) {
+    return Status::InvalidArgument("layout: too many parameters (" +
+                                   std::to_string(params.size()) + ")");
+  }
+  Layout l;
+  l.block_elements_ = block_elements;
+  l.num_pservers_ = num_pservers;
+  std::unordered_set<std::string_view> names;
+  names.reserve(params.size());
+  l.first_block_.reserve(params.size());
+  for (uint32_t p = 0; p < params.size(); ++p) {
+    const ParamSpec& spec = params[p];
+    std::string what = "layout: parameter " + std::to_string(p) + " '" +
+                       spec.name.substr(0, 64) + "'";
+    if (spec.name.empty() || spec.name.size() > kMaxNameBytes) {
+      return Status::InvalidArgument(what + ": name must have 1.." +
+                                     std::to_string(kMaxNameBytes) + " bytes");
+    }
+    if (!IsValidDType(static_cast<uint32_t>(spec.dtype))) {
+      return Status::InvalidArgument(what + ": unknown dtype");
+    }
+    if (spec.shape.size() > kMaxRank) {
+      return Status::InvalidArgument(what + ": rank above 8");
+    }
+    uint64_t total = CountElements(spec.shape);
+    if (total == 0) {
+      return Status::InvalidArgument(what + ": shape " +
+                                     ShapeString(spec.shape) +
+                                     " is empty or too large");
+    }
+    if (!names.insert(spec.name).second) {
+      return Status::InvalidArgument(what +
+                                     ": duplicate name (parameters overlap)");
+    }
+    uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
+    uint64_t row_elements = total / rows;
+    uint64_t rows_per_block =
+        std::max<uint64_t>(1, block_elements / row_elements);
+    uint64_t nblocks = (rows + rows_per_block - 1) / rows_per_block;
+    if (l.blocks_.size() + nblocks > kMaxBlocks) {
+      return Status::InvalidArgument(what + ": more than 2^31 blocks in all");
+    }
+    l.first_block_.push_back(static_cast<uint32_t>(l.blocks_.size()));
+    uint64_t base = HashName(spec.name) % num_pservers;
+    for (uint64_t b = 0; b < nblocks; ++b) {
+      BlockInfo info;
+      info.id = static_cast<uint32_t>(l.blocks_.size());
+      info.param = p;
+      info.index_in_param = b;
+      info.pserver =
+          static_cast<uint32_t>((base + b % num_pservers) % num_pservers);
+      info.first_row = b * rows_per_block;
+      info.num_rows = std::min(rows_per_block, rows - info.first_row);
+      info.row_elements = row_elements;
+      info.first_element = info.first_row * row_elements;
+      info.num_elements = info.num_rows * row_elements;
+      l.blocks_.push_back(info);
+    }
+  }
+  l.params_ = std::move(params);
+  return l;
+}
+
+std::string Layout::Encode() const {
+  std::string out;
+  ByteWriter w(&out);
+  w.Raw(kMagic, sizeof(kMagic));
+  w.U32(kVersion);
+  w.U32(num_pservers_);
+  w.U64(block_elements_);
+  w.U32(static_cast<uint32_t>(params_.size()));
+  for (const ParamSpec& p : params_) {
+    w.U32(static_cast<uint32_t>(p.name.size()));
+    w.Raw(p.name.data(), p.name.size());
+    w.U32(static_cast<uint32_t>(p.dtype));
+    w.U32(static_cast<uint32_t>(p.shape.size()));
+    for (uint64_t d : p.shape) w.U64(d);
+  }
+  w.U64(blocks_.size());
+  w.U32(crc32c::Value(out.data(), out.size()));
+  return out;
+}
+
+Result<Layout> Layout::Decode(const void* data, size_t n) {
+  auto corrupt = [](const std::string& why) {
+    return Status::Corruption("layout bytes: " + why);
+  };
+  if (n < sizeof(kMagic) + 4) return corrupt("too short");
+  uint32_t stored_crc;
+  std::memcpy(&stored_crc, static_cast<const char*>(data) + n - 4, 4);
+  uint32_t crc = crc32c::Value(data, n - 4);
+  ByteReader r(data, n - 4);
+  char magic[8];
+  r.Raw(magic, sizeof(magic));
+  if (std::memcmp(magic, kMagic, sizeof(kMagic)) != 0) {
+    return corrupt("bad magic");
+  }
+  if (crc != stored_crc) return corrupt("CRC32C mismatch");
+  uint32_t version, num_pservers, num_params;
+  uint64_t block_elements;
+  if (!r.U32(&version) || !r.U32(&num_pservers) || !r.U64(&block_elements) ||
+      !r.U32(&num_params)) {
+    return corrupt("truncated header");
+  }
+  if (version != kVersion) {
+    return corrupt("unsupported version " + std::to_string(version));
+  }
+  if (num_params > kMaxParams) return corrupt("parameter count out of range");
+  // Each parameter takes at least 12 bytes; reject counts the bytes cannot
+  // hold before reserving memory for them.
+  if (uint64_t{num_params} * 12 > r.left()) {
+    return corrupt("parameter count larger than the bytes");
+  }
+  std::vector<ParamSpec> params(num_params);
+  for (uint32_t i = 0; i < num_params; ++i) {
+    uint32_t name_len, dtype, rank;
+    std::string_view name;
+    if (!r.U32(&name_len) || name_len > kMaxNameBytes ||
+        !r.View(&name, name_len) || !r.U32(&dtype) || !r.U32(&rank) ||
+        rank > kMaxRank) {
+      return corrupt("parameter " + std::to_string(i) +
+                     ": truncated or out-of-range entry");
+    }
+    if (!IsValidDType(dtype)) {
+      return corrupt("parameter " + std::to_string(i) + ": unknown dtype " +
+                     std::to_string(dtype));
+    }
+    params[i].name.assign(name);
+    params[i].dtype = static_cast<DType>(dtype);
+    params[i].shape.resize(rank);
+    for (uint32_t d = 0; d < rank; ++d) {
+      if (!r.U64(&params[i].shape[d])) {
+        return corrupt("parameter " + std::to_string(i) + ": truncated shape");
+      }
+    }
+  }
+  uint64_t num_blocks;
+  if (!r.U64(&num_blocks)) return corrupt("truncated block count");
+  if (r.left() != 0) return corrupt("trailing bytes");
+  Result<Layout> l = Build(std::move(params), block_elements, num_pservers);
+  if (!l.ok()) return corrupt(l.status().message());
+  if (l->num_blocks() != num_blocks) {
+    return corrupt("block count " + std::to_string(num_blocks) +
+                   " does not match the parameters (" +
+                   std::to_string(l->num_blocks()) + ")");
+  }
+  return l;
+}
+
+std::vector<uint32_t> Layout::BlocksOf(uint32_t index) const {
+  std::vector<uint32_t> ids;
+  for (const BlockInfo& b : blocks_) {
+    if (b.pserver == index) ids.push_back(b.id);
+  }
+  return ids;
+}
+
+Result<uint32_t> Layout::FindParam(std::string_view name) const {
+  for (uint32_t i = 0; i < params_.size(); ++i) {
+    if (params_[i].name == name) return i;
+  }
+  return Status::NotFound("layout has no parameter '" + std::string(name) +
+                          "'");
+}
+
+bool Layout::SameAs(const Layout& other) const {
+  return DescribeDifference(*this, other).empty();
+}
+
+std::string Layout::DescribeDifference(const Layout& a, const Layout& b) {
+  std::ostringstream os;
+  if (a.num_pservers_ != b.num_pservers_) {
+    os << "number of pservers " << a.num_pservers_ << " vs " << b.num_pservers_;
+  } else if (a.block_elements_ != b.block_elements_) {
+    os << "block size " << a.block_elements_ << " vs " << b.block_elements_
+       << " elements";
+  } else if (a.params_.size() != b.params_.size()) {
+    os << "parameter count " << a.params_.size() << " vs " << b.params_.size();
+  } else {
+    for (size_t i = 0; i < a.params_.size(); ++i) {
+      const ParamSpec& x = a.params_[i];
+      const ParamSpec& y = b.params_[i];
+      if (x.name != y.name) {
+        os << "parameter " << i << " name '" << x.name << "' vs '" << y.name
+           << "'";
+      } else if (x.dtype != y.dtype) {
+        os << "parameter " << i << " '" << x.name << "' dtype "
+           << DTypeName(x.dtype) << " vs " << DTypeName(y.dtype);
+      } else if (x.shape != y.shape) {
+        os << "parameter " << i << " '" << x.name << "' shape "
+           << ShapeString(x.shape) << " vs " << ShapeString(y.shape);
+      } else {
+        continue;
+      }
+      break;
+    }
+  }
+  return os.str();
+}
+
+}  // namespace fabps::pserver
