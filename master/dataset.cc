@@ -1,0 +1,60 @@
+#include "master/dataset.h"
+
+#include <glob.h>
+
+#include <set>
+
+#include "recordio/reader.h"
+
+namespace fabps::master {
+
+Result<std::vector<TaskDef>> BuildTasks(const std::vector<std::string>& globs,
+                                        int chunks_per_task) {
+  if (chunks_per_task < 1)
+    return Status::InvalidArgument("chunks_per_task must be >= 1");
+  if (globs.empty()) return Status::InvalidArgument("no dataset globs given");
+  if (globs.size() > kMaxGlobs)
+    return Status::InvalidArgument("too many globs");
+  std::vector<std::string> files;
+  std::set<std::string> seen;
+  for (const std::string& pattern : globs) {
+    if (pattern.empty() || pattern.size() > kMaxPathBytes) {
+      return Status::InvalidArgument("glob is empty or too long");
+    }
+    glob_t g{};
+    int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    if (rc == GLOB_NOMATCH) {
+      globfree(&g);
+      return Status::NotFound("dataset glob '" + pattern + "' matches no file");
+    }
+    if (rc != 0) {
+      globfree(&g);
+      return Status::IOError("dataset glob '" + pattern + "' failed");
+    }
+    for (size_t i = 0; i < g.gl_pathc; ++i) {
+      std::string f = g.gl_pathv[i];
+      if (f.size() <= kMaxPathBytes && seen.insert(f).second)
+        files.push_back(f);
+    }
+    globfree(&g);
+  }
+  std::vector<TaskDef> tasks;
+  TaskDef current;
+  for (const std::string& f : files) {
+    FABPS_ASSIGN_OR_RETURN(auto refs, recordio::IndexFile(f));
+    for (auto& ref : refs) {
+      current.chunks.push_back(std::move(ref));
+      if (current.chunks.size() == static_cast<size_t>(chunks_per_task)) {
+        tasks.push_back(std::move(current));
+        current = TaskDef();
+        if (tasks.size() > kMaxTasks)
+          return Status::InvalidArgument("dataset has too many tasks");
+      }
+    }
+  }
+  if (!current.chunks.empty()) tasks.push_back(std::move(current));
+  if (tasks.empty()) return Status::InvalidArgument("dataset has no chunks");
+  return tasks;
+}
+
+}  // namespace fabps::master
