@@ -1,0 +1,651 @@
+#include "pserver/shard.h"
+
+#include <oneapi/tbb/blocked_range.h>
+#include <oneapi/tbb/info.h>
+#include <oneapi/tbb/parallel_for.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <deque>
+
+#include "base/check.h"
+#include "pserver/sparse_rows.h"
+#include "pserver/update_kernels.h"
+
+namespace fabps::pserver {
+
+struct Shard::Pending {
+  GradientRef g;
+  ApplyCallback done;
+  Status status;
+};
+
+struct Shard::Block {
+  const BlockInfo* info = nullptr;
+  DType dtype = DType::kFloat32;
+  size_t elem_size = 0;
+  const UpdateRuleConfig* rule = nullptr;
+  int slots = 0;
+  size_t value_offset = 0;
+  size_t value_bytes = 0;
+  char* values = nullptr;
+  char* state[2] = {nullptr, nullptr};
+  char* accum = nullptr;  // kSync only
+
+  mutable std::mutex mu;            // guards everything below up to queue_mu
+  std::condition_variable step_cv;  // kSync: signalled when a step opens
+  uint64_t update_count = 0;
+  // kSync: the open step's contributions.
+  uint32_t contributors = 0;
+  std::vector<uint8_t> contributed;  // per trainer
+  bool any_dense = false;
+  bool accum_zero = true;        // accum holds only zeros
+  std::vector<uint8_t> touched;  // per row, for all-sparse steps
+  std::deque<Pending> parked;    // ApplyAsync gradients of later steps
+
+  std::mutex queue_mu;  // guards queue and draining
+  std::deque<Pending> queue;
+  bool draining = false;
+};
+
+namespace {
+
+size_t Align64(size_t x) { return (x + 63) & ~size_t{63}; }
+
+// Fills n elements of type `dtype` at p with v.
+void Fill(DType dtype, char* p, size_t n, double v) {
+  if (dtype == DType::kFloat32) {
+    std::fill_n(reinterpret_cast<float*>(p), n, static_cast<float>(v));
+  } else {
+    std::fill_n(reinterpret_cast<double*>(p), n, v);
+  }
+}
+
+}  // namespace
+
+Shard::Shard(Layout layout, ShardOptions options)
+    : layout_(std::move(layout)), options_(std::move(options)) {}
+
+Result<std::unique_ptr<Shard>> Shard::Create(Layout layout,
+                                             ShardOptions options) {
+  std::unique_ptr<Shard> shard(
+      new Shard(std::move(layout), std::move(options)));
+  FABPS_RETURN_IF_ERROR(shard->Init());
+  return shard;
+}
+
+Status Shard::Init() {
+  const ShardOptions& o = options_;
+  if (o.shard_index >= layout_.num_pservers()) {
+    return Status::InvalidArgument(
+        "shard index " + std::to_string(o.shard_index) +
+        " outside a layout of " + std::to_string(layout_.num_pservers()) +
+        " pservers");
+  }
+  if (o.mode != ApplyMode::kAsync && o.mode != ApplyMode::kSync) {
+    return Status::InvalidArgument("unknown apply mode");
+  }
+  if (o.mode == ApplyMode::kSync &&
+      (o.num_trainers < 1 || o.num_trainers > 1u << 16)) {
+    return Status::InvalidArgument("sync mode needs 1..65536 trainers");
+  }
+  if (o.parallel_grain_elements < 1) {
+    return Status::InvalidArgument("parallel_grain_elements must be >= 1");
+  }
+  FABPS_RETURN_IF_ERROR(
+      ValidateRuleConfig(o.default_rule).WithContext("default rule"));
+  rule_of_param_.assign(layout_.params().size(), o.default_rule);
+  for (const auto& [name, rule] : o.rules) {
+    FABPS_ASSIGN_OR_RETURN(uint32_t p, layout_.FindParam(name));
+    FABPS_RETURN_IF_ERROR(
+        ValidateRuleConfig(rule).WithContext("rule of '" + name + "'"));
+    rule_of_param_[p] = rule;
+  }
+
+  block_ids_ = layout_.BlocksOf(o.shard_index);
+  local_of_.assign(layout_.num_blocks(), -1);
+  // Offsets first (values, then state, then sums), one mmap after.
+  size_t off = 0;
+  for (uint32_t id : block_ids_) {
+    const BlockInfo& info = layout_.blocks()[id];
+    const ParamSpec& spec = layout_.params()[info.param];
+    if (!IsFloatDType(spec.dtype)) {
+      return Status::Unimplemented("parameter '" + spec.name + "' has type " +
+                                   DTypeName(spec.dtype) +
+                                   "; update rules exist for float32 and "
+                                   "float64 only");
+    }
+    auto b = std::make_unique<Block>();
+    b->info = &info;
+    b->dtype = spec.dtype;
+    b->elem_size = DTypeSize(spec.dtype);
+    b->rule = &rule_of_param_[info.param];
+    b->slots = StateSlots(b->rule->kind);
+    b->value_bytes = info.num_elements * b->elem_size;
+    b->value_offset = off;
+    off = Align64(off + b->value_bytes);
+    local_of_[id] = static_cast<int32_t>(blocks_.size());
+    blocks_.push_back(std::move(b));
+  }
+  std::vector<size_t> state_off[2], accum_off;
+  for (auto& b : blocks_) {
+    for (int k = 0; k < 2; ++k) {
+      state_off[k].push_back(off);
+      if (k < b->slots) off = Align64(off + b->value_bytes);
+    }
+  }
+  if (o.mode == ApplyMode::kSync) {
+    for (auto& b : blocks_) {
+      accum_off.push_back(off);
+      off = Align64(off + b->value_bytes);
+    }
+  }
+  FABPS_ASSIGN_OR_RETURN(arena_, Arena::Create(off));
+  char* base = static_cast<char*>(arena_.base());
+  for (size_t i = 0; i < blocks_.size(); ++i) {
+    Block* b = blocks_[i].get();
+    b->values = base + b->value_offset;
+    for (int k = 0; k < b->slots; ++k) b->state[k] = base + state_off[k][i];
+    if (b->rule->kind == RuleKind::kAdaGrad && b->rule->adagrad_initial != 0) {
+      Fill(b->dtype, b->state[0], b->info->num_elements,
+           b->rule->adagrad_initial);
+    }
+    if (o.mode == ApplyMode::kSync) {
+      b->accum = base + accum_off[i];
+      b->contributed.assign(o.num_trainers, 0);
+      b->touched.assign(b->info->num_rows, 0);
+    }
+  }
+
+  int threads =
+      o.num_threads > 0 ? o.num_threads : tbb::info::default_concurrency();
+  size_t limit = tbb::global_control::active_value(
+      tbb::global_control::max_allowed_parallelism);
+  // TBB caps its workers at (limit - 1); enqueued tasks need `threads`.
+  if (static_cast<size_t>(threads) + 1 > limit) {
+    worker_limit_ = std::make_unique<tbb::global_control>(
+        tbb::global_control::max_allowed_parallelism, threads + 1);
+  }
+  task_arena_ =
+      std::make_unique<tbb::task_arena>(threads, /*reserved_for_masters=*/0);
+  return Status::OK();
+}
+
+Shard::~Shard() {
+  shutting_down_.store(true);
+  std::vector<Pending> cancelled;
+  for (auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    for (Pending& p : b->parked) {
+      p.status = Status::Cancelled("shard shutting down before step " +
+                                   std::to_string(p.g.step) + " of block " +
+                                   std::to_string(b->info->id) + " opened");
+      cancelled.push_back(std::move(p));
+    }
+    b->parked.clear();
+    b->step_cv.notify_all();
+  }
+  Complete(&cancelled);
+  std::unique_lock<std::mutex> lock(idle_mu_);
+  idle_cv_.wait(lock, [&] { return in_flight_ == 0 && active_drains_ == 0; });
+}
+
+bool Shard::Owns(uint32_t block) const {
+  return block < local_of_.size() && local_of_[block] >= 0;
+}
+
+Result<const Shard::Block*> Shard::Find(uint32_t block) const {
+  if (block >= local_of_.size()) {
+    return Status::InvalidArgument(
+        "block id " + std::to_string(block) + " outside the layout's " +
+        std::to_string(local_of_.size()) + " blocks");
+  }
+  if (local_of_[block] < 0) {
+    return Status::InvalidArgument(
+        "block " + std::to_string(block) + " belongs to pserver " +
+        std::to_string(layout_.blocks()[block].pserver) + ", not " +
+        std::to_string(options_.shard_index));
+  }
+  return static_cast<const Block*>(blocks_[local_of_[block]].get());
+}
+
+Result<BlockRegion> Shard::ValueRegion(uint32_t block) const {
+  FABPS_ASSIGN_OR_RETURN(const Block* b, Find(block));
+  return BlockRegion{b->value_offset, b->value_bytes};
+}
+
+Status Shard::InitBlock(uint32_t block, const void* values, size_t bytes) {
+  FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
+  Block* b = const_cast<Block*>(cb);
+  if (values == nullptr || bytes != b->value_bytes) {
+    return Status::InvalidArgument("init of block " + std::to_string(block) +
+                                   ": " + std::to_string(bytes) +
+                                   " bytes, expected " +
+                                   std::to_string(b->value_bytes));
+  }
+  std::lock_guard<std::mutex> lock(b->mu);
+  std::memcpy(b->values, values, bytes);
+  for (int k = 0; k < b->slots; ++k) std::memset(b->state[k], 0, bytes);
+  if (b->rule->kind == RuleKind::kAdaGrad) {
+    Fill(b->dtype, b->state[0], b->info->num_elements,
+         b->rule->adagrad_initial);
+  }
+  b->update_count = 0;
+  b->contributors = 0;
+  std::fill(b->contributed.begin(), b->contributed.end(), 0);
+  std::fill(b->touched.begin(), b->touched.end(), 0);
+  b->any_dense = false;
+  b->accum_zero = false;
+  b->step_cv.notify_all();
+  return Status::OK();
+}
+
+Status Shard::ReadValues(uint32_t block, void* out, size_t bytes) const {
+  FABPS_ASSIGN_OR_RETURN(const Block* b, Find(block));
+  if (out == nullptr || bytes != b->value_bytes) {
+    return Status::InvalidArgument("read of block " + std::to_string(block) +
+                                   ": " + std::to_string(bytes) +
+                                   " bytes, block has " +
+                                   std::to_string(b->value_bytes));
+  }
+  std::lock_guard<std::mutex> lock(b->mu);
+  std::memcpy(out, b->values, bytes);
+  return Status::OK();
+}
+
+Status Shard::ReadBlockLocked(
+    uint32_t block, const std::function<void(const BlockView&)>& visit) const {
+  FABPS_ASSIGN_OR_RETURN(const Block* b, Find(block));
+  std::lock_guard<std::mutex> lock(b->mu);
+  BlockView v;
+  v.info = b->info;
+  v.dtype = b->dtype;
+  v.rule = b->rule->kind;
+  v.values = b->values;
+  v.value_bytes = b->value_bytes;
+  v.state[0] = b->state[0];
+  v.state[1] = b->state[1];
+  v.state_bytes = b->value_bytes;
+  v.update_count = b->update_count;
+  visit(v);
+  return Status::OK();
+}
+
+Status Shard::RestoreBlock(uint32_t block, const void* values,
+                           const void* state0, const void* state1,
+                           uint64_t update_count) {
+  FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
+  Block* b = const_cast<Block*>(cb);
+  const void* state[2] = {state0, state1};
+  if (values == nullptr) return Status::InvalidArgument("restore: null values");
+  for (int k = 0; k < b->slots; ++k) {
+    if (state[k] == nullptr) {
+      return Status::InvalidArgument("restore of block " +
+                                     std::to_string(block) +
+                                     ": missing optimizer state");
+    }
+  }
+  std::lock_guard<std::mutex> lock(b->mu);
+  std::memcpy(b->values, values, b->value_bytes);
+  for (int k = 0; k < b->slots; ++k) {
+    std::memcpy(b->state[k], state[k], b->value_bytes);
+  }
+  b->update_count = update_count;
+  b->contributors = 0;
+  std::fill(b->contributed.begin(), b->contributed.end(), 0);
+  std::fill(b->touched.begin(), b->touched.end(), 0);
+  b->any_dense = false;
+  b->accum_zero = false;
+  b->step_cv.notify_all();
+  return Status::OK();
+}
+
+Result<uint64_t> Shard::UpdateCount(uint32_t block) const {
+  FABPS_ASSIGN_OR_RETURN(const Block* b, Find(block));
+  std::lock_guard<std::mutex> lock(b->mu);
+  return b->update_count;
+}
+
+Result<Shard::Block*> Shard::Validate(const GradientRef& g) const {
+  FABPS_ASSIGN_OR_RETURN(const Block* b, Find(g.block));
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("gradient for block " +
+                                   std::to_string(g.block) + ": " + why);
+  };
+  if (g.data == nullptr) return bad("null data");
+  if (g.format == GradientFormat::kDense) {
+    if (g.bytes != b->value_bytes) {
+      return bad(std::to_string(g.bytes) + " bytes, expected " +
+                 std::to_string(b->value_bytes));
+    }
+    if (reinterpret_cast<uintptr_t>(g.data) % b->elem_size != 0) {
+      return bad("data not aligned to its element size");
+    }
+  } else if (g.format == GradientFormat::kSparseRows) {
+    FABPS_RETURN_IF_ERROR(
+        ParseSparseRows(g.data, g.bytes, *b->info, b->elem_size).status());
+  } else {
+    return bad("unknown format " +
+               std::to_string(static_cast<uint32_t>(g.format)));
+  }
+  if (options_.mode == ApplyMode::kSync && g.trainer >= options_.num_trainers) {
+    return bad("trainer " + std::to_string(g.trainer) + " outside [0, " +
+               std::to_string(options_.num_trainers) + ")");
+  }
+  return const_cast<Block*>(b);
+}
+
+template <typename T>
+void Shard::ApplyDenseLocked(Block* b, const T* g) {
+  const size_t n = b->info->num_elements;
+  const UpdateRuleConfig& rule = *b->rule;
+  T* w = reinterpret_cast<T*>(b->values);
+  T* s0 = reinterpret_cast<T*>(b->state[0]);
+  T* s1 = reinterpret_cast<T*>(b->state[1]);
+  const size_t grain = options_.parallel_grain_elements;
+  const bool split = n >= 2 * grain;
+  double norm = 0;
+  if (rule.clip_norm > 0) {
+    if (split) {
+      // Fixed pieces summed in order: the norm (and so the update) does not
+      // depend on how TBB schedules the pieces.
+      size_t pieces = (n + grain - 1) / grain;
+      std::vector<double> partial(pieces);
+      tbb::this_task_arena::isolate([&] {
+        tbb::parallel_for(size_t{0}, pieces, [&](size_t i) {
+          size_t lo = i * grain, hi = std::min(n, lo + grain);
+          partial[i] = ClampedSumSquares(g + lo, hi - lo, rule.clip_value);
+        });
+      });
+      for (double x : partial) norm += x;
+    } else {
+      norm = ClampedSumSquares(g, n, rule.clip_value);
+    }
+    norm = std::sqrt(norm);
+  }
+  const uint64_t t = ++b->update_count;
+  const StepScalars s = PrepareStep(rule, t, norm);
+  if (!split) {
+    ApplyRule<T>(rule.kind, s, w, s0, s1, g, n);
+    return;
+  }
+  tbb::this_task_arena::isolate([&] {
+    tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
+                      [&](const tbb::blocked_range<size_t>& r) {
+                        size_t lo = r.begin();
+                        ApplyRule<T>(rule.kind, s, w + lo,
+                                     s0 ? s0 + lo : nullptr,
+                                     s1 ? s1 + lo : nullptr, g + lo, r.size());
+                      });
+  });
+}
+
+template <typename T>
+void Shard::ApplyRowsLocked(Block* b, const std::vector<uint64_t>& rows,
+                            const std::vector<const T*>& grad_rows) {
+  const size_t r = b->info->row_elements;
+  const UpdateRuleConfig& rule = *b->rule;
+  double norm = 0;
+  if (rule.clip_norm > 0) {
+    for (const T* g : grad_rows)
+      norm += ClampedSumSquares(g, r, rule.clip_value);
+    norm = std::sqrt(norm);
+  }
+  const uint64_t t = ++b->update_count;
+  const StepScalars s = PrepareStep(rule, t, norm);
+  T* w = reinterpret_cast<T*>(b->values);
+  T* s0 = reinterpret_cast<T*>(b->state[0]);
+  T* s1 = reinterpret_cast<T*>(b->state[1]);
+  for (size_t i = 0; i < rows.size(); ++i) {
+    size_t off = rows[i] * r;
+    ApplyRule<T>(rule.kind, s, w + off, s0 ? s0 + off : nullptr,
+                 s1 ? s1 + off : nullptr, grad_rows[i], r);
+  }
+}
+
+template <typename T>
+Status Shard::ApplySparseLocked(Block* b, const GradientRef& g) {
+  // Parsed again: the slot's bytes are only trusted as read now.
+  FABPS_ASSIGN_OR_RETURN(
+      SparseRowsView view,
+      ParseSparseRows(g.data, g.bytes, *b->info, b->elem_size));
+  thread_local std::vector<uint64_t> rows;
+  thread_local std::vector<T> summed;
+  FABPS_RETURN_IF_ERROR(SumSparseRows<T>(view, *b->info, &rows, &summed));
+  std::vector<const T*> grad_rows(rows.size());
+  const size_t r = b->info->row_elements;
+  for (size_t i = 0; i < rows.size(); ++i) grad_rows[i] = summed.data() + i * r;
+  ApplyRowsLocked<T>(b, rows, grad_rows);
+  return Status::OK();
+}
+
+Status Shard::ApplyGradientLocked(Block* b, const GradientRef& g) {
+  const bool f32 = b->dtype == DType::kFloat32;
+  if (g.format == GradientFormat::kDense) {
+    if (f32) {
+      ApplyDenseLocked<float>(b, static_cast<const float*>(g.data));
+    } else {
+      ApplyDenseLocked<double>(b, static_cast<const double*>(g.data));
+    }
+    return Status::OK();
+  }
+  return f32 ? ApplySparseLocked<float>(b, g) : ApplySparseLocked<double>(b, g);
+}
+
+template <typename T>
+Status Shard::AccumulateLocked(Block* b, const GradientRef& g) {
+  T* acc = reinterpret_cast<T*>(b->accum);
+  const size_t n = b->info->num_elements;
+  if (g.format == GradientFormat::kDense) {
+    if (b->contributors == 0) {
+      std::memcpy(acc, g.data, b->value_bytes);
+    } else {
+      AddInto<T>(acc, static_cast<const T*>(g.data), n);
+    }
+    b->any_dense = true;
+    b->accum_zero = false;
+    return Status::OK();
+  }
+  FABPS_ASSIGN_OR_RETURN(
+      SparseRowsView view,
+      ParseSparseRows(g.data, g.bytes, *b->info, b->elem_size));
+  thread_local std::vector<uint64_t> rows;
+  thread_local std::vector<T> summed;
+  FABPS_RETURN_IF_ERROR(SumSparseRows<T>(view, *b->info, &rows, &summed));
+  if (b->contributors == 0 && !b->accum_zero) {
+    std::memset(acc, 0, b->value_bytes);
+    b->accum_zero = true;
+  }
+  const size_t r = b->info->row_elements;
+  for (size_t i = 0; i < rows.size(); ++i) {
+    AddInto<T>(acc + rows[i] * r, summed.data() + i * r, r);
+    b->touched[rows[i]] = 1;
+  }
+  b->accum_zero = false;
+  return Status::OK();
+}
+
+template <typename T>
+void Shard::ApplyAccumulatedLocked(Block* b) {
+  T* acc = reinterpret_cast<T*>(b->accum);
+  if (b->any_dense) {
+    ApplyDenseLocked<T>(b, acc);
+  } else {
+    const size_t r = b->info->row_elements;
+    std::vector<uint64_t> rows;
+    std::vector<const T*> grad_rows;
+    for (uint64_t row = 0; row < b->info->num_rows; ++row) {
+      if (!b->touched[row]) continue;
+      rows.push_back(row);
+      grad_rows.push_back(acc + row * r);
+    }
+    ApplyRowsLocked<T>(b, rows, grad_rows);
+    // Only the touched rows hold sums: zero them so that the next sparse
+    // step needs no full memset.
+    for (uint64_t row : rows) {
+      std::memset(acc + row * r, 0, r * sizeof(T));
+      b->touched[row] = 0;
+    }
+    b->accum_zero = true;
+  }
+  b->any_dense = false;
+  b->contributors = 0;
+  std::fill(b->contributed.begin(), b->contributed.end(), 0);
+}
+
+Status Shard::ContributeLocked(Block* b, const GradientRef& g) {
+  if (g.step < b->update_count) {
+    return Status::FailedPrecondition(
+        "gradient for block " + std::to_string(g.block) + " step " +
+        std::to_string(g.step) + " from trainer " + std::to_string(g.trainer) +
+        " is stale: the block is at step " + std::to_string(b->update_count));
+  }
+  FABPS_CHECK(g.step == b->update_count);
+  if (b->contributed[g.trainer]) {
+    return Status::AlreadyExists(
+        "trainer " + std::to_string(g.trainer) + " already sent step " +
+        std::to_string(g.step) + " of block " + std::to_string(g.block));
+  }
+  const bool f32 = b->dtype == DType::kFloat32;
+  FABPS_RETURN_IF_ERROR(f32 ? AccumulateLocked<float>(b, g)
+                            : AccumulateLocked<double>(b, g));
+  b->contributed[g.trainer] = 1;
+  if (++b->contributors == options_.num_trainers) {
+    if (f32) {
+      ApplyAccumulatedLocked<float>(b);
+    } else {
+      ApplyAccumulatedLocked<double>(b);
+    }
+    b->step_cv.notify_all();
+  }
+  return Status::OK();
+}
+
+void Shard::ReleaseParkedLocked(Block* b, std::vector<Pending>* released) {
+  for (;;) {
+    auto it = std::find_if(
+        b->parked.begin(), b->parked.end(),
+        [&](const Pending& p) { return p.g.step <= b->update_count; });
+    if (it == b->parked.end()) return;
+    Pending p = std::move(*it);
+    b->parked.erase(it);
+    p.status = ContributeLocked(b, p.g);
+    released->push_back(std::move(p));
+  }
+}
+
+Status Shard::Apply(const GradientRef& g, Deadline deadline) {
+  FABPS_ASSIGN_OR_RETURN(Block * b, Validate(g));
+  std::unique_lock<std::mutex> lock(b->mu);
+  if (options_.mode == ApplyMode::kAsync) return ApplyGradientLocked(b, g);
+  while (g.step > b->update_count) {
+    if (shutting_down_.load()) return Status::Cancelled("shard shutting down");
+    if (deadline.time() == SteadyClock::time_point::max()) {
+      b->step_cv.wait(lock);
+    } else if (b->step_cv.wait_until(lock, deadline.time()) ==
+                   std::cv_status::timeout &&
+               g.step > b->update_count) {
+      return Status::TimedOut(
+          "block " + std::to_string(g.block) + " is still at step " +
+          std::to_string(b->update_count) + "; gradient is for step " +
+          std::to_string(g.step));
+    }
+  }
+  std::vector<Pending> released;
+  Status st = ContributeLocked(b, g);
+  ReleaseParkedLocked(b, &released);
+  lock.unlock();
+  Complete(&released);
+  return st;
+}
+
+Status Shard::ApplyAsync(const GradientRef& g, ApplyCallback done) {
+  FABPS_ASSIGN_OR_RETURN(Block * b, Validate(g));
+  if (!done) return Status::InvalidArgument("ApplyAsync needs a callback");
+  {
+    std::lock_guard<std::mutex> lock(idle_mu_);
+    ++in_flight_;
+  }
+  bool start = false;
+  {
+    std::lock_guard<std::mutex> lock(b->queue_mu);
+    b->queue.push_back(Pending{g, std::move(done), Status::OK()});
+    if (!b->draining) {
+      b->draining = true;
+      start = true;
+    }
+  }
+  if (start) {
+    {
+      std::lock_guard<std::mutex> lock(idle_mu_);
+      ++active_drains_;
+    }
+    task_arena_->enqueue([this, b] { Drain(b); });
+  }
+  return Status::OK();
+}
+
+void Shard::Drain(Block* b) {
+  for (;;) {
+    Pending p;
+    {
+      std::lock_guard<std::mutex> lock(b->queue_mu);
+      if (b->queue.empty()) {
+        b->draining = false;
+        break;
+      }
+      p = std::move(b->queue.front());
+      b->queue.pop_front();
+    }
+    std::vector<Pending> done;
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      if (options_.mode == ApplyMode::kAsync) {
+        p.status = ApplyGradientLocked(b, p.g);
+        done.push_back(std::move(p));
+      } else if (p.g.step > b->update_count) {
+        if (shutting_down_.load()) {
+          p.status = Status::Cancelled("shard shutting down");
+          done.push_back(std::move(p));
+        } else {
+          b->parked.push_back(std::move(p));
+        }
+      } else {
+        p.status = ContributeLocked(b, p.g);
+        done.push_back(std::move(p));
+        ReleaseParkedLocked(b, &done);
+      }
+    }
+    Complete(&done);
+  }
+  // Last touch of the shard: the destructor may run as soon as this unlocks.
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  --active_drains_;
+  idle_cv_.notify_all();
+}
+
+void Shard::Complete(std::vector<Pending>* done) {
+  if (done->empty()) return;
+  for (Pending& p : *done) p.done(p.status);
+  std::lock_guard<std::mutex> lock(idle_mu_);
+  in_flight_ -= done->size();
+  idle_cv_.notify_all();
+}
+
+Status Shard::WaitIdle(Deadline deadline) {
+  std::unique_lock<std::mutex> lock(idle_mu_);
+  auto idle = [&] { return in_flight_ == 0 && active_drains_ == 0; };
+  if (deadline.time() == SteadyClock::time_point::max()) {
+    idle_cv_.wait(lock, idle);
+    return Status::OK();
+  }
+  if (!idle_cv_.wait_until(lock, deadline.time(), idle)) {
+    return Status::TimedOut(std::to_string(in_flight_) +
+                            " gradients still pending on shard " +
+                            std::to_string(options_.shard_index));
+  }
+  return Status::OK();
+}
+
+}  // namespace fabps::pserver

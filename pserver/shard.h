@@ -1,0 +1,211 @@
+// Shard: the blocks one pserver owns, their values and optimizer state in a
+// single registered-once arena, and the apply path that turns gradients into
+// updates.
+//
+// Memory. Shard::Create maps one Arena (arena.h). Inside it, values of all
+// owned blocks come first (ascending block id, each block contiguous and
+// 64-byte aligned), then optimizer state, then sync-mode sums. ValueRegion()
+// gives a block's value offset and size, so trainers can RMA-read values at
+// arena_base() + offset. Such reads are not synchronized with applies; a
+// reader that needs a consistent block calls ReadValues() (or
+// ReadBlockLocked()), which copy under the block's lock.
+//
+// Apply. Updates of one block are serialized by the block's lock; different
+// blocks apply in parallel; a block larger than 2 * parallel_grain_elements
+// is also split across threads with tbb::parallel_for (in an isolated region,
+// so a thread that holds a block lock never picks up unrelated work that
+// could wait on that lock).
+//   - Apply(): synchronous; runs on the calling thread (and on the caller's
+//     TBB arena for the parallel_for).
+//   - ApplyAsync(): validates, queues the gradient on its block and returns;
+//     a task in the shard's own TBB arena (num_threads threads) applies it
+//     and then calls the callback. Gradients of one block queued by
+//     ApplyAsync are applied in submission order.
+//
+// Modes. kAsync (default): every gradient is applied as it comes, the
+// block's update count t goes up by one each time (Adam bias correction and
+// lr schedules use t). kSync: a block is at step t (its update count); a
+// gradient must name step == t and a trainer in [0, num_trainers); the shard
+// adds the num_trainers gradients of step t up (sum, not mean: fold 1/N into
+// the learning rate) and applies the sum once, which opens step t+1.
+// A gradient for a later step waits: Apply() blocks until the step opens or
+// the deadline passes; ApplyAsync() parks it and consumes it (then calls
+// back) when its step opens, so the sender's slot stays taken until then.
+// An earlier step is refused (FailedPrecondition), as is a second gradient
+// from one trainer for one step (AlreadyExists). A step mixing dense and
+// sparse gradients applies densely; an all-sparse step updates the rows any
+// trainer sent.
+//
+// Errors. Block ids, lengths, alignment, sparse row ids, steps and trainer
+// ids come from the network: bad ones are returned as InvalidArgument (never
+// a crash), and the shard goes on serving.
+//
+// Thread safety: every public method may be called from any thread
+// concurrently, except the destructor: no call may be in progress or start
+// once it begins. The destructor cancels parked sync gradients (callbacks
+// get Cancelled) and waits for queued ones to finish.
+#ifndef FABPS_PSERVER_SHARD_H_
+#define FABPS_PSERVER_SHARD_H_
+
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "pserver/arena.h"
+#include "pserver/gradient.h"
+#include "pserver/layout.h"
+#include "pserver/update_rule.h"
+
+namespace fabps::pserver {
+
+enum class ApplyMode : uint32_t { kAsync = 0, kSync = 1 };
+
+struct ShardOptions {
+  uint32_t shard_index = 0;  // which pserver of the layout this is
+  // Rule of every parameter not named in `rules`.
+  UpdateRuleConfig default_rule;
+  // Per-parameter rules by name; every name must be in the layout.
+  std::map<std::string, UpdateRuleConfig> rules;
+  ApplyMode mode = ApplyMode::kAsync;
+  uint32_t num_trainers = 1;  // kSync: gradients summed per step, >= 1
+  // Threads of the shard's TBB arena for ApplyAsync; 0: TBB's default. If
+  // TBB's process-wide worker limit is lower, the shard raises it (with a
+  // tbb::global_control that lives as long as the shard).
+  int num_threads = 0;
+  // Blocks longer than twice this are applied by parallel_for in pieces of
+  // about this many elements.
+  uint64_t parallel_grain_elements = uint64_t{1} << 16;
+};
+
+// Where a block's values sit in the arena.
+struct BlockRegion {
+  size_t offset = 0;  // from arena_base()
+  size_t bytes = 0;
+};
+
+// What ReadBlockLocked shows; pointers valid only inside the visitor.
+struct BlockView {
+  const BlockInfo* info = nullptr;
+  DType dtype = DType::kFloat32;
+  RuleKind rule = RuleKind::kSgd;
+  const void* values = nullptr;
+  size_t value_bytes = 0;
+  const void* state[2] = {nullptr, nullptr};  // StateSlots(rule) of them
+  size_t state_bytes = 0;                     // of each state array
+  uint64_t update_count = 0;
+};
+
+class Shard {
+ public:
+  // Validates the options (shard index < N, rule configs, float types for
+  // every owned block: integer parameters are Unimplemented), maps and
+  // pre-faults the arena. Values start at 0; use InitBlock.
+  static Result<std::unique_ptr<Shard>> Create(Layout layout,
+                                               ShardOptions options);
+  ~Shard();
+  Shard(const Shard&) = delete;
+  Shard& operator=(const Shard&) = delete;
+
+  const Layout& layout() const { return layout_; }
+  const ShardOptions& options() const { return options_; }
+  uint32_t index() const { return options_.shard_index; }
+  // Global ids of the owned blocks, ascending.
+  const std::vector<uint32_t>& block_ids() const { return block_ids_; }
+  bool Owns(uint32_t block) const;
+
+  // The arena, for one fabric registration. Stable for the shard's life.
+  void* arena_base() const { return arena_.base(); }
+  size_t arena_bytes() const { return arena_.size(); }
+  // InvalidArgument for a block this shard does not own.
+  Result<BlockRegion> ValueRegion(uint32_t block) const;
+
+  // Sets a block's values (`bytes` == num_elements * element size), resets
+  // its optimizer state and update count. Under the block's lock.
+  Status InitBlock(uint32_t block, const void* values, size_t bytes);
+  // Copies a consistent snapshot of a block's values into `out`.
+  Status ReadValues(uint32_t block, void* out, size_t bytes) const;
+  // Runs `visit` under the block's lock (keep it short: applies of that
+  // block wait).
+  Status ReadBlockLocked(
+      uint32_t block, const std::function<void(const BlockView&)>& visit) const;
+  // Overwrites values, state and update count under the block's lock (the
+  // checkpoint loader's entry point). Sizes must match the block and rule.
+  Status RestoreBlock(uint32_t block, const void* values, const void* state0,
+                      const void* state1, uint64_t update_count);
+  // Number of updates applied to the block (kSync: its current step).
+  Result<uint64_t> UpdateCount(uint32_t block) const;
+
+  // Applies (kSync: contributes) one gradient and returns when its bytes
+  // are consumed. `deadline` bounds the kSync wait for a later step only.
+  // `g.data` must stay valid until the call returns.
+  Status Apply(const GradientRef& g, Deadline deadline);
+
+  // Validates `g` now; on error returns it and never calls `done`. On OK,
+  // `done` is called exactly once later (see gradient.h) with the apply's
+  // result, and `g.data` must stay valid and unchanged until then.
+  Status ApplyAsync(const GradientRef& g, ApplyCallback done);
+
+  // Waits until every accepted ApplyAsync has called back (parked kSync
+  // gradients count as pending). TimedOut otherwise.
+  Status WaitIdle(Deadline deadline);
+
+ private:
+  struct Block;
+  struct Pending;
+
+  Shard(Layout layout, ShardOptions options);
+  Status Init();
+  Result<Block*> Validate(const GradientRef& g) const;
+  Result<const Block*> Find(uint32_t block) const;
+
+  // All *Locked methods require b->mu held.
+  Status ApplyGradientLocked(Block* b, const GradientRef& g);
+  Status ContributeLocked(Block* b, const GradientRef& g);
+  void ReleaseParkedLocked(Block* b, std::vector<Pending>* released);
+  template <typename T>
+  void ApplyDenseLocked(Block* b, const T* g);
+  template <typename T>
+  void ApplyRowsLocked(Block* b, const std::vector<uint64_t>& rows,
+                       const std::vector<const T*>& grad_rows);
+  template <typename T>
+  Status ApplySparseLocked(Block* b, const GradientRef& g);
+  template <typename T>
+  Status AccumulateLocked(Block* b, const GradientRef& g);
+  template <typename T>
+  void ApplyAccumulatedLocked(Block* b);
+
+  void Drain(Block* b);
+  void Complete(std::vector<Pending>* done);
+
+  Layout layout_;
+  ShardOptions options_;
+  Arena arena_;
+  std::vector<uint32_t> block_ids_;
+  std::vector<int32_t> local_of_;  // global id -> index in blocks_, or -1
+  std::vector<std::unique_ptr<Block>> blocks_;
+  std::vector<UpdateRuleConfig> rule_of_param_;
+
+  std::unique_ptr<tbb::global_control> worker_limit_;
+  std::unique_ptr<tbb::task_arena> task_arena_;
+
+  std::atomic<bool> shutting_down_{false};
+  std::mutex idle_mu_;
+  std::condition_variable idle_cv_;
+  uint64_t in_flight_ = 0;      // accepted ApplyAsync not yet called back
+  uint64_t active_drains_ = 0;  // Drain tasks scheduled or running
+};
+
+}  // namespace fabps::pserver
+
+#endif  // FABPS_PSERVER_SHARD_H_

@@ -1,0 +1,123 @@
+#include "pserver/update_rule.h"
+
+#include <cmath>
+
+namespace fabps::pserver {
+
+Status ValidateRuleConfig(const UpdateRuleConfig& c) {
+  auto bad = [](const char* field, double v) {
+    return Status::InvalidArgument("update rule: " + std::string(field) +
+                                   " = " + std::to_string(v) +
+                                   " is out of range");
+  };
+  switch (c.kind) {
+    case RuleKind::kSgd:
+    case RuleKind::kMomentum:
+    case RuleKind::kNesterov:
+    case RuleKind::kAdam:
+    case RuleKind::kAdaGrad:
+      break;
+    default:
+      return Status::InvalidArgument(
+          "update rule: unknown kind " +
+          std::to_string(static_cast<uint32_t>(c.kind)));
+  }
+  auto nonneg = [](double v) { return std::isfinite(v) && v >= 0; };
+  auto unit = [](double v) { return std::isfinite(v) && v >= 0 && v < 1; };
+  if (!nonneg(c.learning_rate)) return bad("learning_rate", c.learning_rate);
+  if (!nonneg(c.weight_decay)) return bad("weight_decay", c.weight_decay);
+  if (!nonneg(c.clip_value)) return bad("clip_value", c.clip_value);
+  if (!nonneg(c.clip_norm)) return bad("clip_norm", c.clip_norm);
+  if (c.schedule == LrSchedule::kLinearDecay) {
+    if (!nonneg(c.final_learning_rate)) {
+      return bad("final_learning_rate", c.final_learning_rate);
+    }
+    if (c.decay_steps < 1) return bad("decay_steps", 0);
+  } else if (c.schedule != LrSchedule::kConstant) {
+    return Status::InvalidArgument("update rule: unknown schedule");
+  }
+  if ((c.kind == RuleKind::kMomentum || c.kind == RuleKind::kNesterov) &&
+      !unit(c.momentum)) {
+    return bad("momentum", c.momentum);
+  }
+  if (c.kind == RuleKind::kAdam) {
+    if (!unit(c.beta1)) return bad("beta1", c.beta1);
+    if (!unit(c.beta2) || c.beta2 == 0) return bad("beta2", c.beta2);
+  }
+  if (c.kind == RuleKind::kAdam || c.kind == RuleKind::kAdaGrad) {
+    if (!std::isfinite(c.epsilon) || c.epsilon <= 0) {
+      return bad("epsilon", c.epsilon);
+    }
+  }
+  if (c.kind == RuleKind::kAdaGrad && !nonneg(c.adagrad_initial)) {
+    return bad("adagrad_initial", c.adagrad_initial);
+  }
+  return Status::OK();
+}
+
+int StateSlots(RuleKind kind) {
+  switch (kind) {
+    case RuleKind::kSgd:
+      return 0;
+    case RuleKind::kMomentum:
+      return 1;
+    case RuleKind::kNesterov:
+      return 1;
+    case RuleKind::kAdam:
+      return 2;
+    case RuleKind::kAdaGrad:
+      return 1;
+  }
+  return 0;
+}
+
+const char* RuleName(RuleKind kind) {
+  switch (kind) {
+    case RuleKind::kSgd:
+      return "sgd";
+    case RuleKind::kMomentum:
+      return "momentum";
+    case RuleKind::kNesterov:
+      return "nesterov";
+    case RuleKind::kAdam:
+      return "adam";
+    case RuleKind::kAdaGrad:
+      return "adagrad";
+  }
+  return "unknown";
+}
+
+double LearningRateAt(const UpdateRuleConfig& c, uint64_t t) {
+  if (c.schedule != LrSchedule::kLinearDecay || c.decay_steps <= 1) {
+    return c.schedule == LrSchedule::kLinearDecay ? c.final_learning_rate
+                                                  : c.learning_rate;
+  }
+  if (t >= c.decay_steps) return c.final_learning_rate;
+  if (t < 1) t = 1;
+  double frac =
+      static_cast<double>(t - 1) / static_cast<double>(c.decay_steps - 1);
+  return c.learning_rate + (c.final_learning_rate - c.learning_rate) * frac;
+}
+
+StepScalars PrepareStep(const UpdateRuleConfig& c, uint64_t t,
+                        double grad_norm) {
+  StepScalars s;
+  s.lr = LearningRateAt(c, t);
+  s.momentum = c.momentum;
+  s.beta1 = c.beta1;
+  s.beta2 = c.beta2;
+  s.epsilon = c.epsilon;
+  if (c.kind == RuleKind::kAdam) {
+    double td = static_cast<double>(t);
+    s.inv_bias1 = 1.0 / (1.0 - std::pow(c.beta1, td));
+    s.inv_bias2 = 1.0 / (1.0 - std::pow(c.beta2, td));
+  }
+  s.weight_decay = c.weight_decay;
+  s.clip_value = c.clip_value;
+  if (c.clip_norm > 0 && grad_norm > c.clip_norm) {
+    s.grad_scale = c.clip_norm / grad_norm;
+  }
+  return s;
+}
+
+}  // namespace fabps::pserver
