@@ -1,0 +1,65 @@
+// StoreJournal: the master's Journal kept in the coordination store.
+//
+// Keys (relative to the job, see coord/store.h):
+//   master/journal/<seq, 20 digits>   one change; "I" + bytes when it fits in
+//                                     one value, else "P" + a part header
+//   master/parts/<seq>/<i, 6 digits>  the parts of a large change
+//   master/snapshot/head              "FSH1", the last seq it covers, its
+//                                     generation, part count, size, CRC32C
+//   master/snapshot/<gen>/<i>         the snapshot's parts
+// Every value stays under kPartBytes, well inside etcd's request limit, so
+// one Append is one or a few small Puts whatever the number of tasks.
+// Compact writes the new snapshot's parts under a fresh generation, then in
+// one Txn puts the head and deletes the journal, the large-change parts and
+// the previous generation: a crash leaves either the old head with its
+// journal or the new head with none.
+//
+// Load validates everything: head and part checksums, sizes, that journal
+// sequence numbers follow the snapshot without gaps; Corruption otherwise.
+//
+// Thread safety: none (the dispatcher serializes calls). The Store must
+// outlive the journal. Only one master may write a job's journal at a time
+// (leader election, a later issue, will fence it).
+#ifndef FABPS_MASTER_STORE_JOURNAL_H_
+#define FABPS_MASTER_STORE_JOURNAL_H_
+
+#include <cstdint>
+#include <string>
+
+#include "coord/store.h"
+#include "master/journal.h"
+
+namespace fabps::master {
+
+class StoreJournal : public Journal {
+ public:
+  static constexpr size_t kPartBytes = 512 << 10;
+
+  explicit StoreJournal(coord::Store* store) : store_(store) {}
+
+  Result<JournalContents> Load() override;
+  Status Append(const std::string& change) override;
+  Status Compact(const std::string& snapshot) override;
+  size_t changes_since_compaction() const override { return since_compaction_; }
+
+  uint64_t next_seq() const { return next_seq_; }
+
+ private:
+  // Writes `bytes` as parts under `prefix` and returns the part header.
+  Result<std::string> PutParts(const std::string& prefix,
+                               const std::string& bytes);
+  // Reads the parts under `prefix` described by `header`.
+  Result<std::string> GetParts(const std::string& prefix,
+                               const std::string& header);
+
+  coord::Store* store_;
+  uint64_t next_seq_ = 1;
+  uint64_t snapshot_gen_ = 0;  // 0: no snapshot yet
+  uint64_t last_attempted_gen_ = 0;
+  size_t since_compaction_ = 0;
+  bool loaded_ = false;
+};
+
+}  // namespace fabps::master
+
+#endif  // FABPS_MASTER_STORE_JOURNAL_H_
