@@ -28,8 +28,9 @@
 // Deadlines. Every call takes a Deadline. A call that cannot reach the store
 // until the deadline returns kUnavailable (etcd down, all endpoints refuse);
 // a call that reached the store but got no answer in time returns kTimedOut
-// (its effect is then unknown: it may or may not have been applied). Writes
-// are never retried by the client after they may have been sent.
+// (its effect is then unknown: it may or may not have been applied; the same
+// holds for kUnavailable "connection lost during a write"). Writes are never
+// retried by the client after they may have been sent; reads are.
 // DefaultDeadline() gives now + StoreOptions::timeout_ms.
 //
 // Other errors: kInvalidArgument (empty key, key starting with '/', key over
@@ -181,6 +182,8 @@ struct StoreOptions {
   // local: how often the background thread looks at the log for changes by
   // other processes (watch latency) and for expired leases.
   int64_t poll_interval_ms = 10;
+  // local: the log is folded into a new snapshot once it grows past this.
+  int64_t local_compact_log_bytes = 4 << 20;
 };
 
 class Store {
@@ -205,9 +208,11 @@ class Store {
   virtual Result<int64_t> Delete(const std::string& key, bool prefix,
                                  Deadline deadline) = 0;
 
-  // Atomically: if every compare holds, runs then_ops, else else_ops. All
-  // ops of a branch see the state before the txn and commit at one revision.
-  // A key may be written at most once per branch (kInvalidArgument).
+  // Atomically: if every compare holds, runs then_ops, else else_ops. The
+  // ops of a branch run in order (a Get sees earlier Puts of the same branch)
+  // and commit at one revision. A key may be written at most once per branch,
+  // counting keys under a Delete prefix (kInvalidArgument otherwise).
+  // kNotFound (nothing applied) when a Put names a lease that does not exist.
   //   CAS:             Txn({ModRevisionEquals(k, rev)}, {Put(k, v)}, {Get(k)})
   //   lock:            Txn({Absent(k)}, {Put(k, me, lease)}, {Get(k)})
   //   multi-key write: Txn({}, {Put(a, x), Put(b, y), Delete(c)}, {})
@@ -240,7 +245,9 @@ class Store {
   // Watches `key` (or every key under it with prefix = true), delivering
   // every change with revision >= start_revision; start_revision 0 means
   // "changes after now". Typical: r = Range(p); ...; Watch(p, true,
-  // r.revision + 1). kFailedPrecondition when start_revision was compacted.
+  // r.revision + 1). A start_revision that was compacted away ends the watch
+  // with kFailedPrecondition (from WatchKeys, or from the first Next).
+  // kUnavailable when the watch could not be set up before `deadline`.
   virtual Result<std::unique_ptr<Watch>> WatchKeys(const std::string& key,
                                                    bool prefix,
                                                    int64_t start_revision,

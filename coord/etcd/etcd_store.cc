@@ -1,0 +1,577 @@
+#include "coord/etcd/etcd_store.h"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <condition_variable>
+#include <mutex>
+#include <thread>
+
+#include "base/log.h"
+#include "coord/etcd/etcd_http.h"
+#include "coord/etcd/etcd_json.h"
+#include "coord/keyspace.h"
+#include "coord/lease_keeper.h"
+#include "coord/watch_queue.h"
+
+namespace fabps::coord::etcd {
+namespace {
+
+using internal::HasPrefix;
+using internal::PrefixEnd;
+using internal::WatchQueue;
+
+// Runs `f` (which parses JSON) turning JSON type errors into kCorruption.
+template <typename F>
+auto Parsing(const char* what, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Json::exception& e) {
+    return Status::Corruption(std::string("malformed etcd ") + what +
+                              " reply: " + e.what());
+  }
+}
+
+Status HeaderRevision(const Json& reply, int64_t* rev) {
+  auto h = reply.find("header");
+  if (h == reply.end() || !h->is_object()) {
+    return Status::Corruption("etcd reply without a header");
+  }
+  return Int64Field(*h, "revision", rev);
+}
+
+const Json& ArrayField(const Json& j, const char* name) {
+  static const Json kEmpty = Json::array();
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return kEmpty;
+  if (!it->is_array())
+    throw Json::type_error::create(302, std::string(name) + " is not an array",
+                                   nullptr);
+  return *it;
+}
+
+// One watch: a streaming POST /v3/watch on its own thread, through curl's
+// multi interface so Cancel can wake it at once.
+class EtcdWatch : public Watch {
+ public:
+  EtcdWatch(std::shared_ptr<EtcdHttp> http, std::string prefix, std::string key,
+            std::string range_end, int64_t start_revision)
+      : http_(std::move(http)),
+        prefix_(std::move(prefix)),
+        key_(std::move(key)),
+        range_end_(std::move(range_end)),
+        next_revision_(start_revision) {
+    multi_ = curl_multi_init();
+    thread_ = std::thread([this] { Run(); });
+  }
+
+  ~EtcdWatch() override {
+    Cancel();
+    thread_.join();
+    curl_multi_cleanup(multi_);
+  }
+
+  Status Next(std::vector<WatchEvent>* events, Deadline deadline) override {
+    return queue_.Next(events, deadline);
+  }
+
+  void Cancel() override {
+    queue_.Fail(Status::Cancelled("watch cancelled"));
+    stop_.store(true);
+    curl_multi_wakeup(multi_);
+    std::lock_guard<std::mutex> lock(mu_);
+    cv_.notify_all();
+  }
+
+  // Waits until the stream was created once (OK), the watch failed, or the
+  // deadline passed.
+  Status WaitCreated(Deadline deadline) {
+    std::unique_lock<std::mutex> lock(mu_);
+    auto ready = [&] { return created_ || !first_error_.ok(); };
+    if (deadline.RemainingMs() > (int64_t{1} << 40)) {
+      cv_.wait(lock, ready);
+    } else {
+      cv_.wait_until(lock, deadline.time(), ready);
+    }
+    if (created_) return Status::OK();
+    if (!first_error_.ok()) return first_error_;
+    return Status::Unavailable(
+        "etcd watch not established before the deadline: " +
+        last_error_.ToString());
+  }
+
+ private:
+  static size_t OnData(char* data, size_t size, size_t n, void* user) {
+    auto* self = static_cast<EtcdWatch*>(user);
+    self->buffer_.append(data, size * n);
+    size_t nl;
+    while ((nl = self->buffer_.find('\n')) != std::string::npos) {
+      std::string line = self->buffer_.substr(0, nl);
+      self->buffer_.erase(0, nl + 1);
+      if (!line.empty() && !self->OnMessage(line)) return 0;
+    }
+    // A single message never exceeds etcd's limits by this much.
+    if (self->buffer_.size() > kMaxResponseBytes) {
+      self->stream_error_ =
+          Status::Corruption("etcd watch message over the size limit");
+      return 0;
+    }
+    return size * n;
+  }
+
+  // Handles one JSON message of the stream; false ends the stream.
+  bool OnMessage(const std::string& line) {
+    Status s = Parsing("watch", [&]() -> Status {
+      Json msg = Json::parse(line);
+      if (!msg.is_object())
+        return Status::Corruption("watch message is not an object");
+      if (msg.contains("error")) {
+        int64_t code = 2;
+        Int64Field(msg["error"], "grpc_code", &code);
+        std::string m =
+            msg["error"].value("message", std::string("watch error"));
+        if (!Int64Field(msg, "code", &code).ok()) code = 2;
+        if (msg.contains("message") && msg["message"].is_string())
+          m = msg["message"];
+        return StatusFromGrpc(code == 0 ? 14 : code, m);
+      }
+      const Json& result = msg.at("result");
+      int64_t header_rev = 0;
+      FABPS_RETURN_IF_ERROR(HeaderRevision(result, &header_rev));
+      if (result.value("created", false)) {
+        if (next_revision_ == 0) next_revision_ = header_rev + 1;
+        std::lock_guard<std::mutex> lock(mu_);
+        created_ = true;
+        cv_.notify_all();
+      }
+      if (result.value("canceled", false)) {
+        int64_t compact = 0;
+        FABPS_RETURN_IF_ERROR(Int64Field(result, "compact_revision", &compact));
+        if (compact > 0) {
+          fatal_ = Status::FailedPrecondition(
+              "etcd compacted revision " + std::to_string(next_revision_) +
+              " (history starts at " + std::to_string(compact) +
+              "); read again and watch anew");
+          return fatal_;
+        }
+        return Status::Unavailable(
+            "etcd cancelled the watch: " +
+            result.value("cancel_reason", std::string("no reason")));
+      }
+      std::vector<WatchEvent> events;
+      int64_t last = 0;
+      for (const Json& e : ArrayField(result, "events")) {
+        WatchEvent ev;
+        std::string type = e.value("type", std::string("PUT"));
+        if (type == "DELETE") {
+          ev.type = WatchEvent::Type::kDelete;
+        } else if (type != "PUT") {
+          return Status::Corruption("unknown watch event type " + type);
+        }
+        FABPS_RETURN_IF_ERROR(ParseKeyValue(e.at("kv"), &ev.kv));
+        if (!HasPrefix(ev.kv.key, prefix_)) {
+          return Status::Corruption("watch event for a key outside the job: " +
+                                    ev.kv.key);
+        }
+        ev.kv.key.erase(0, prefix_.size());
+        if (ev.kv.mod_revision < next_revision_)
+          continue;  // seen before a reconnect
+        last = std::max(last, ev.kv.mod_revision);
+        events.push_back(std::move(ev));
+      }
+      if (last > 0) next_revision_ = last + 1;
+      queue_.Push(std::move(events));
+      return Status::OK();
+    });
+    if (!s.ok()) stream_error_ = s;
+    return s.ok();
+  }
+
+  void Run() {
+    int64_t backoff_ms = 50;
+    size_t endpoint = http_->preferred();
+    while (!stop_.load()) {
+      stream_error_ = Status::OK();
+      buffer_.clear();
+      Status s =
+          StreamOnce(http_->endpoints()[endpoint % http_->endpoints().size()]);
+      if (stop_.load()) break;
+      if (!fatal_.ok()) {
+        queue_.Fail(fatal_);
+        std::lock_guard<std::mutex> lock(mu_);
+        first_error_ = fatal_;
+        cv_.notify_all();
+        break;
+      }
+      {
+        std::unique_lock<std::mutex> lock(mu_);
+        last_error_ = s;
+        cv_.wait_for(lock, std::chrono::milliseconds(backoff_ms),
+                     [&] { return stop_.load(); });
+      }
+      backoff_ms = std::min<int64_t>(backoff_ms * 2, 500);
+      if (!s.ok()) ++endpoint;  // try the next endpoint after a failure
+      if (created_once_) backoff_ms = std::min<int64_t>(backoff_ms, 200);
+    }
+  }
+
+  // One streaming request until it ends; returns why it ended.
+  Status StreamOnce(const std::string& endpoint) {
+    Json create = {{"key", Base64Encode(key_)}};
+    if (!range_end_.empty()) create["range_end"] = Base64Encode(range_end_);
+    if (next_revision_ > 0)
+      create["start_revision"] = std::to_string(next_revision_);
+    const std::string body = Json{{"create_request", create}}.dump();
+    const std::string url = endpoint + "/v3/watch";
+    CURL* curl = curl_easy_init();
+    if (curl == nullptr)
+      return Status::ResourceExhausted("curl_easy_init failed");
+    curl_slist* headers =
+        curl_slist_append(nullptr, "Content-Type: application/json");
+    curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
+    curl_easy_setopt(curl, CURLOPT_POST, 1L);
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());
+    curl_easy_setopt(curl, CURLOPT_POSTFIELDSIZE,
+                     static_cast<long>(body.size()));
+    curl_easy_setopt(curl, CURLOPT_HTTPHEADER, headers);
+    curl_easy_setopt(curl, CURLOPT_WRITEFUNCTION, OnData);
+    curl_easy_setopt(curl, CURLOPT_WRITEDATA, this);
+    curl_easy_setopt(curl, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(
+        curl, CURLOPT_CONNECTTIMEOUT_MS,
+        static_cast<long>(std::max<int64_t>(1, http_->connect_timeout_ms())));
+    // Detect a peer that vanished without closing the connection.
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, 5L);
+    curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 2L);
+    curl_multi_add_handle(multi_, curl);
+    Status result;
+    int running = 1;
+    while (running > 0 && !stop_.load()) {
+      CURLMcode mc = curl_multi_perform(multi_, &running);
+      if (mc != CURLM_OK) {
+        result = Status::IOError(std::string("curl_multi_perform: ") +
+                                 curl_multi_strerror(mc));
+        break;
+      }
+      if (running == 0) break;
+      curl_multi_poll(multi_, nullptr, 0, 1000, nullptr);
+    }
+    if (result.ok() && !stop_.load()) {
+      int left = 0;
+      CURLMsg* m;
+      CURLcode rc = CURLE_OK;
+      while ((m = curl_multi_info_read(multi_, &left)) != nullptr) {
+        if (m->msg == CURLMSG_DONE) rc = m->data.result;
+      }
+      if (!stream_error_.ok()) {
+        result = stream_error_;
+      } else if (rc != CURLE_OK) {
+        result = Status::Unavailable("etcd watch stream " + url + ": " +
+                                     curl_easy_strerror(rc));
+      } else {
+        result = Status::Unavailable("etcd watch stream " + url + " ended");
+      }
+    }
+    if (created_) created_once_ = true;
+    curl_multi_remove_handle(multi_, curl);
+    curl_easy_cleanup(curl);
+    curl_slist_free_all(headers);
+    return result;
+  }
+
+  const std::shared_ptr<EtcdHttp> http_;
+  const std::string prefix_;
+  const std::string key_;        // absolute
+  const std::string range_end_;  // "" for a single key
+  CURLM* multi_ = nullptr;
+  std::atomic<bool> stop_{false};
+  WatchQueue queue_;
+  // Used only by the watch thread:
+  int64_t next_revision_;
+  std::string buffer_;
+  Status stream_error_;
+  Status fatal_;
+  bool created_once_ = false;
+  // Shared with WaitCreated, under mu_:
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool created_ = false;
+  Status first_error_;
+  Status last_error_ = Status::Unavailable("not tried yet");
+  std::thread thread_;
+};
+
+class EtcdStore : public Store {
+ public:
+  EtcdStore(std::vector<std::string> endpoints, const StoreOptions& options)
+      : options_(options),
+        prefix_(internal::JobPrefix(options.job)),
+        http_(std::make_shared<EtcdHttp>(std::move(endpoints),
+                                         options.connect_timeout_ms)) {
+    keeper_ = std::make_unique<internal::LeaseKeeper>(
+        "etcd job " + options.job,
+        [this](LeaseId id, Deadline d) { return KeepAliveOnce(id, d); });
+  }
+  ~EtcdStore() override { keeper_.reset(); }
+
+  Result<KeyValue> Get(const std::string& key, Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, false));
+    FABPS_ASSIGN_OR_RETURN(RangeResult r, RangeAbs(Abs(key), "", deadline));
+    if (r.kvs.empty()) return Status::NotFound("key '" + key + "' not found");
+    return std::move(r.kvs[0]);
+  }
+
+  Result<RangeResult> Range(const std::string& prefix,
+                            Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateKey(prefix, true));
+    return RangeAbs(Abs(prefix), PrefixEnd(Abs(prefix)), deadline);
+  }
+
+  Result<int64_t> Put(const std::string& key, const std::string& value,
+                      LeaseId lease, Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, false));
+    FABPS_RETURN_IF_ERROR(internal::ValidateValue(value));
+    Json body = {{"key", Base64Encode(Abs(key))},
+                 {"value", Base64Encode(value)}};
+    if (lease != kNoLease) body["lease"] = std::to_string(lease);
+    FABPS_ASSIGN_OR_RETURN(Json reply,
+                           http_->Call("/v3/kv/put", body, deadline, false));
+    int64_t rev = 0;
+    FABPS_RETURN_IF_ERROR(
+        Parsing("put", [&] { return HeaderRevision(reply, &rev); }));
+    return rev;
+  }
+
+  Result<int64_t> Delete(const std::string& key, bool prefix,
+                         Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, prefix));
+    Json body = {{"key", Base64Encode(Abs(key))}};
+    if (prefix) body["range_end"] = Base64Encode(PrefixEnd(Abs(key)));
+    FABPS_ASSIGN_OR_RETURN(
+        Json reply, http_->Call("/v3/kv/deleterange", body, deadline, false));
+    int64_t deleted = 0;
+    FABPS_RETURN_IF_ERROR(Parsing(
+        "delete", [&] { return Int64Field(reply, "deleted", &deleted); }));
+    return deleted;
+  }
+
+  Result<TxnResult> Txn(const std::vector<Compare>& compares,
+                        const std::vector<TxnOp>& then_ops,
+                        const std::vector<TxnOp>& else_ops,
+                        Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateTxn(compares, then_ops, else_ops));
+    Json cmp = Json::array();
+    for (const Compare& c : compares) {
+      Json j = {{"key", Base64Encode(Abs(c.key))}};
+      static const char* kOps[] = {"EQUAL", "NOT_EQUAL", "LESS", "GREATER"};
+      j["result"] = kOps[static_cast<int>(c.op)];
+      switch (c.target) {
+        case Compare::Target::kValue:
+          j["target"] = "VALUE";
+          j["value"] = Base64Encode(c.value);
+          break;
+        case Compare::Target::kModRevision:
+          j["target"] = "MOD";
+          j["mod_revision"] = std::to_string(c.number);
+          break;
+        case Compare::Target::kCreateRevision:
+          j["target"] = "CREATE";
+          j["create_revision"] = std::to_string(c.number);
+          break;
+        case Compare::Target::kVersion:
+          j["target"] = "VERSION";
+          j["version"] = std::to_string(c.number);
+          break;
+      }
+      cmp.push_back(std::move(j));
+    }
+    Json body = {{"compare", cmp},
+                 {"success", Ops(then_ops)},
+                 {"failure", Ops(else_ops)}};
+    FABPS_ASSIGN_OR_RETURN(Json reply,
+                           http_->Call("/v3/kv/txn", body, deadline, false));
+    return Parsing("txn", [&]() -> Result<TxnResult> {
+      TxnResult out;
+      out.succeeded = reply.value("succeeded", false);
+      FABPS_RETURN_IF_ERROR(HeaderRevision(reply, &out.revision));
+      const std::vector<TxnOp>& ops = out.succeeded ? then_ops : else_ops;
+      const Json& responses = ArrayField(reply, "responses");
+      if (responses.size() != ops.size()) {
+        return Status::Corruption(
+            "etcd txn answered " + std::to_string(responses.size()) +
+            " results for " + std::to_string(ops.size()) + " ops");
+      }
+      for (size_t i = 0; i < ops.size(); ++i) {
+        TxnOpResult r;
+        const Json& resp = responses[i];
+        if (ops[i].type == TxnOp::Type::kGet) {
+          FABPS_RETURN_IF_ERROR(ParseKvs(resp.at("response_range"), &r.kvs));
+        } else if (ops[i].type == TxnOp::Type::kDelete) {
+          FABPS_RETURN_IF_ERROR(Int64Field(resp.at("response_delete_range"),
+                                           "deleted", &r.deleted));
+        } else if (!resp.contains("response_put")) {
+          return Status::Corruption("etcd txn result " + std::to_string(i) +
+                                    " is not a put");
+        }
+        out.results.push_back(std::move(r));
+      }
+      return out;
+    });
+  }
+
+  Result<Lease> GrantLease(int64_t ttl_seconds, Deadline deadline) override {
+    if (ttl_seconds < 1 || ttl_seconds > 1000000) {
+      return Status::InvalidArgument("lease ttl " +
+                                     std::to_string(ttl_seconds) +
+                                     " out of [1, 1000000] s");
+    }
+    Json body = {{"TTL", std::to_string(std::max<int64_t>(ttl_seconds, 2))}};
+    FABPS_ASSIGN_OR_RETURN(
+        Json reply, http_->Call("/v3/lease/grant", body, deadline, false));
+    return Parsing("lease grant", [&]() -> Result<Lease> {
+      if (reply.contains("error") && reply["error"].is_string() &&
+          !reply["error"].get<std::string>().empty()) {
+        return Status::IOError("etcd lease grant: " +
+                               reply["error"].get<std::string>());
+      }
+      Lease l;
+      FABPS_RETURN_IF_ERROR(Int64Field(reply, "ID", &l.id));
+      FABPS_RETURN_IF_ERROR(Int64Field(reply, "TTL", &l.ttl_seconds));
+      if (l.id == kNoLease || l.ttl_seconds < 1) {
+        return Status::Corruption("etcd granted lease " + std::to_string(l.id) +
+                                  " ttl " + std::to_string(l.ttl_seconds));
+      }
+      return l;
+    });
+  }
+
+  Result<int64_t> KeepAliveOnce(LeaseId id, Deadline deadline) override {
+    Json body = {{"ID", std::to_string(id)}};
+    FABPS_ASSIGN_OR_RETURN(
+        Json reply, http_->Call("/v3/lease/keepalive", body, deadline, true));
+    return Parsing("keepalive", [&]() -> Result<int64_t> {
+      int64_t ttl = 0;
+      FABPS_RETURN_IF_ERROR(Int64Field(reply.at("result"), "TTL", &ttl));
+      if (ttl <= 0) {
+        return Status::NotFound("lease " + std::to_string(id) +
+                                " not found (expired or revoked)");
+      }
+      return ttl;
+    });
+  }
+
+  Status StartKeepAlive(LeaseId id, LeaseLostCallback on_lost) override {
+    FABPS_ASSIGN_OR_RETURN(int64_t ttl, KeepAliveOnce(id, DefaultDeadline()));
+    return keeper_->Add(id, ttl, std::move(on_lost));
+  }
+
+  bool LeaseAlive(LeaseId id) const override { return keeper_->Alive(id); }
+
+  Status Revoke(LeaseId id, Deadline deadline) override {
+    keeper_->Remove(id);
+    Json body = {{"ID", std::to_string(id)}};
+    auto reply = http_->Call("/v3/lease/revoke", body, deadline, false);
+    return reply.ok() ? Status::OK() : reply.status();
+  }
+
+  Result<std::unique_ptr<Watch>> WatchKeys(const std::string& key, bool prefix,
+                                           int64_t start_revision,
+                                           Deadline deadline) override {
+    FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, prefix));
+    if (start_revision < 0)
+      return Status::InvalidArgument("negative start revision");
+    auto watch = std::make_unique<EtcdWatch>(http_, prefix_, Abs(key),
+                                             prefix ? PrefixEnd(Abs(key)) : "",
+                                             start_revision);
+    FABPS_RETURN_IF_ERROR(watch->WaitCreated(deadline));
+    return std::unique_ptr<Watch>(std::move(watch));
+  }
+
+  Deadline DefaultDeadline() const override {
+    return Deadline::InMs(options_.timeout_ms);
+  }
+  std::string Describe() const override {
+    std::string eps;
+    for (const auto& e : http_->endpoints())
+      eps += (eps.empty() ? "" : ",") + e;
+    return "etcd:" + eps + " job " + options_.job;
+  }
+
+ private:
+  std::string Abs(const std::string& key) const { return prefix_ + key; }
+
+  Json Ops(const std::vector<TxnOp>& ops) const {
+    Json out = Json::array();
+    for (const TxnOp& op : ops) {
+      Json j = {{"key", Base64Encode(Abs(op.key))}};
+      switch (op.type) {
+        case TxnOp::Type::kGet:
+          if (op.prefix) j["range_end"] = Base64Encode(PrefixEnd(Abs(op.key)));
+          out.push_back({{"request_range", j}});
+          break;
+        case TxnOp::Type::kPut:
+          j["value"] = Base64Encode(op.value);
+          if (op.lease != kNoLease) j["lease"] = std::to_string(op.lease);
+          out.push_back({{"request_put", j}});
+          break;
+        case TxnOp::Type::kDelete:
+          if (op.prefix) j["range_end"] = Base64Encode(PrefixEnd(Abs(op.key)));
+          out.push_back({{"request_delete_range", j}});
+          break;
+      }
+    }
+    return out;
+  }
+
+  // Parses the kvs of a RangeResponse into relative keys.
+  Status ParseKvs(const Json& range, std::vector<KeyValue>* out) const {
+    for (const Json& j : ArrayField(range, "kvs")) {
+      KeyValue kv;
+      FABPS_RETURN_IF_ERROR(ParseKeyValue(j, &kv));
+      if (!HasPrefix(kv.key, prefix_)) {
+        return Status::Corruption("etcd returned a key outside the job: " +
+                                  kv.key);
+      }
+      kv.key.erase(0, prefix_.size());
+      out->push_back(std::move(kv));
+    }
+    std::sort(
+        out->begin(), out->end(),
+        [](const KeyValue& a, const KeyValue& b) { return a.key < b.key; });
+    return Status::OK();
+  }
+
+  Result<RangeResult> RangeAbs(const std::string& key,
+                               const std::string& range_end,
+                               Deadline deadline) {
+    Json body = {{"key", Base64Encode(key)}};
+    if (!range_end.empty()) body["range_end"] = Base64Encode(range_end);
+    FABPS_ASSIGN_OR_RETURN(Json reply,
+                           http_->Call("/v3/kv/range", body, deadline, true));
+    return Parsing("range", [&]() -> Result<RangeResult> {
+      RangeResult out;
+      FABPS_RETURN_IF_ERROR(HeaderRevision(reply, &out.revision));
+      FABPS_RETURN_IF_ERROR(ParseKvs(reply, &out.kvs));
+      return out;
+    });
+  }
+
+  const StoreOptions options_;
+  const std::string prefix_;
+  std::shared_ptr<EtcdHttp> http_;
+  std::unique_ptr<internal::LeaseKeeper> keeper_;
+};
+
+}  // namespace
+
+Result<std::unique_ptr<Store>> OpenEtcdStore(const std::string& endpoints,
+                                             const StoreOptions& options) {
+  FABPS_RETURN_IF_ERROR(ValidateJobName(options.job));
+  FABPS_ASSIGN_OR_RETURN(std::vector<std::string> eps,
+                         ParseEndpoints(endpoints));
+  return std::unique_ptr<Store>(new EtcdStore(std::move(eps), options));
+}
+
+}  // namespace fabps::coord::etcd

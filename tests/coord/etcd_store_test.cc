@@ -1,0 +1,109 @@
+// Cases only the etcd backend has: endpoint fail-over and etcd going away
+// for a while and coming back.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <thread>
+
+#include "tests/coord/store_test_util.h"
+
+namespace fabps::coord::testing {
+namespace {
+
+using Code = Status::Code;
+
+class EtcdStoreTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    auto env = BackendEnv::Create(Backend::kEtcd);
+    if (!env.ok() && env.status().code() == Code::kNotFound) {
+      GTEST_SKIP() << env.status().ToString();
+    }
+    ASSERT_TRUE(env.ok()) << env.status().ToString();
+    env_ = std::move(*env);
+  }
+  Deadline D() const { return Deadline::InMs(5000); }
+  std::unique_ptr<BackendEnv> env_;
+};
+
+TEST_F(EtcdStoreTest, FailsOverToALiveEndpoint) {
+  StoreOptions o;
+  // The first endpoint refuses connections (nothing listens there).
+  o.spec =
+      "etcd:http://127.0.0.1:" + std::to_string(fabps::testing::FreeTcpPort()) +
+      "," + env_->etcd()->client_url();
+  o.job = "failover";
+  auto s = OpenStore(o);
+  ASSERT_TRUE(s.ok());
+  auto r = (*s)->Put("k", "v", kNoLease, D());
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_EQ((*s)->Get("k", D())->value, "v");
+  auto w = (*s)->WatchKeys("k", false, *r, D());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(WaitEvents(w->get(), 1, D()).size(), 1u);
+
+  o.spec =
+      "etcd:http://127.0.0.1:" + std::to_string(fabps::testing::FreeTcpPort());
+  auto dead = OpenStore(o);
+  ASSERT_TRUE(dead.ok());  // opening does not contact etcd
+  auto start = SteadyClock::now();
+  auto g = (*dead)->Get("k", Deadline::InMs(800));
+  EXPECT_EQ(g.status().code(), Code::kUnavailable) << g.status().ToString();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
+  EXPECT_EQ(
+      (*dead)->WatchKeys("k", false, 0, Deadline::InMs(500)).status().code(),
+      Code::kUnavailable);
+}
+
+TEST_F(EtcdStoreTest, EtcdDownForAWhileThenBack) {
+  auto s = env_->Open("outage", 2000);
+  ASSERT_TRUE(s.ok());
+  Store& st = **s;
+  auto r0 = st.Put("state", "before", kNoLease, D());
+  ASSERT_TRUE(r0.ok());
+  auto w = st.WatchKeys("state", false, 0, D());
+  ASSERT_TRUE(w.ok());
+  // A long lease survives a short outage; a 2 s one is given up.
+  auto long_lease = st.GrantLease(30, D());
+  auto short_lease = st.GrantLease(2, D());
+  ASSERT_TRUE(long_lease.ok() && short_lease.ok());
+  std::atomic<int> long_lost{0}, short_lost{0};
+  ASSERT_TRUE(st.StartKeepAlive(long_lease->id, [&](LeaseId, const Status&) {
+                  long_lost++;
+                }).ok());
+  ASSERT_TRUE(st.StartKeepAlive(short_lease->id, [&](LeaseId, const Status&) {
+                  short_lost++;
+                }).ok());
+
+  ASSERT_TRUE(env_->etcd()->Stop().ok());
+  auto start = SteadyClock::now();
+  auto put = st.Put("state", "during", kNoLease, Deadline::InMs(1000));
+  EXPECT_EQ(put.status().code(), Code::kUnavailable) << put.status().ToString();
+  auto get = st.Get("state", Deadline::InMs(1000));
+  EXPECT_EQ(get.status().code(), Code::kUnavailable) << get.status().ToString();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(6));
+
+  // Down for longer than the short lease's TTL.
+  Deadline wait_lost = Deadline::InMs(10000);
+  while (short_lost.load() == 0 && !wait_lost.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_EQ(short_lost.load(), 1);
+  EXPECT_FALSE(st.LeaseAlive(short_lease->id));
+
+  ASSERT_TRUE(env_->etcd()->Restart().ok());
+  auto after = st.Put("state", "after", kNoLease, Deadline::InMs(10000));
+  ASSERT_TRUE(after.ok()) << after.status().ToString();
+  EXPECT_EQ(st.Get("state", D())->value, "after");
+  // The watch re-established itself and delivers the change made after.
+  auto events = WaitEvents(w->get(), 1, Deadline::InMs(15000));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kv.value, "after");
+  EXPECT_EQ(events[0].kv.mod_revision, *after);
+  EXPECT_TRUE(st.LeaseAlive(long_lease->id));
+  EXPECT_EQ(long_lost.load(), 0);
+  EXPECT_TRUE(st.KeepAliveOnce(long_lease->id, D()).ok());
+}
+
+}  // namespace
+}  // namespace fabps::coord::testing
