@@ -1,0 +1,248 @@
+// The fabric abstraction: how fabps moves bytes between processes.
+//
+// fabps moves bulk tensors by one-sided RMA: a trainer writes gradient blocks
+// straight into registered memory on a pserver (an RMA write carrying 64 bits
+// of immediate data that name the block) and reads parameter blocks straight
+// out of it (an RMA read). Small notifications go as two-sided messages. This
+// header is the contract every backend keeps; `transport/ofi/` implements it
+// over libfabric, where the provider (verbs;ofi_rxm on InfiniBand,
+// tcp;ofi_rxm on Ethernet, shm on one host, sockets) is chosen by name at run
+// time.
+//
+// Objects and lifetimes:
+//   Fabric        one per process and provider: opens the provider, registers
+//                 memory. Must outlive every Endpoint and MemoryRegion made
+//                 from it.
+//   Endpoint      a reliable-datagram endpoint (FI_EP_RDM) with its address,
+//                 completion queue and peer table. One endpoint talks to any
+//                 number of peers. Must outlive every Completion it returned
+//                 that someone still waits on.
+//   MemoryRegion  memory registered for local and remote access. The caller
+//                 owns the memory and keeps it allocated while the region
+//                 lives; closing the region never frees it.
+//   RemoteRegion  what a peer needs to reach a region by RMA: (base, key,
+//                 length), serialized to bytes for the control plane.
+//   Completion    the handle of one posted operation; wait on it with a
+//                 deadline or poll it.
+//
+// One code path for every provider: registrations always carry a descriptor,
+// remote descriptors always carry the provider's key and the address the
+// provider expects (virtual address or offset), and only allocated memory is
+// registered. What passes on tcp and shm is therefore what runs on verbs,
+// which asks for the strictest memory-registration mode.
+//
+// Progress: libfabric's tcp and shm providers make progress only when someone
+// reads the completion queue, on the target side too. An Endpoint made with
+// ProgressMode::kThread runs a thread that does so; with kCaller the owner
+// must call Progress() (Wait() on a completion does it too). A process that
+// is the target of RMA and does nothing else needs kThread.
+//
+// Threads: every method of Fabric, Endpoint and MemoryRegion may be called
+// from any thread concurrently. Completion is safe to poll from several
+// threads.
+//
+// Errors: every operation takes a deadline. A peer that dies or stops
+// answering produces an error Status in the waiter within its deadline (the
+// provider's error when it reports one, TimedOut otherwise), never a hang.
+// Arguments out of range (e.g. offset + length beyond a region) are refused
+// locally with InvalidArgument before anything is posted.
+#ifndef FABPS_TRANSPORT_FABRIC_H_
+#define FABPS_TRANSPORT_FABRIC_H_
+
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+
+namespace fabps::transport {
+
+namespace internal {
+struct OpState;
+}  // namespace internal
+
+class Endpoint;
+class RegistrationCache;
+
+enum class ProgressMode {
+  kThread,  // a background thread of the endpoint reads its completion queue
+  kCaller,  // the owner calls Endpoint::Progress() (busy-polling benchmarks)
+};
+
+struct FabricOptions {
+  // "verbs;ofi_rxm", "tcp;ofi_rxm", "shm", "sockets", or "auto": verbs when an
+  // RDMA device answers, else tcp; the choice and its reason are logged and
+  // available from Fabric::choice_reason().
+  std::string provider = "auto";
+  // Source address for providers that bind to an interface (tcp, verbs,
+  // sockets), e.g. "127.0.0.1"; empty lets the provider choose.
+  std::string interface_address;
+  // Transfers longer than this are split into several operations; 0 means
+  // the provider's maximum message size. Tests lower it to exercise splits.
+  size_t max_transfer_size = 0;
+  // Completion queue depth; posts that find it full are retried while
+  // progress drains it, until their deadline.
+  size_t cq_size = 4096;
+  // Bounds of the registration cache of caller buffers.
+  size_t reg_cache_max_entries = 1024;
+  size_t reg_cache_max_bytes = size_t{8} << 30;
+};
+
+// Where a remote region is and how to reach it. `base` is the value the
+// provider adds offsets to: the region's virtual address when the provider
+// uses FI_MR_VIRT_ADDR, 0 otherwise. `key` is the provider's key. All peers
+// of one job use the same provider, so they agree on the meaning.
+struct RemoteRegion {
+  uint64_t base = 0;
+  uint64_t key = 0;
+  uint64_t length = 0;
+
+  // A fixed 28-byte encoding: magic, base, key, length (little endian).
+  std::string Serialize() const;
+  // Validates size and magic; Corruption on anything else.
+  static Result<RemoteRegion> Parse(const std::string& bytes);
+};
+
+// Registered memory. Made by Fabric::Register; the memory must stay
+// allocated while the region lives.
+class MemoryRegion {
+ public:
+  virtual ~MemoryRegion() = default;
+  virtual void* data() const = 0;
+  virtual size_t size() const = 0;
+  // The descriptor peers use to reach this region by RMA.
+  virtual RemoteRegion remote() const = 0;
+  // True when [ptr, ptr + len) lies inside this region.
+  bool Contains(const void* ptr, size_t len) const;
+};
+
+// What a two-sided receive or an RMA read/write completion reports.
+struct CompletionInfo {
+  size_t bytes = 0;  // bytes received (recv); requested length otherwise
+};
+
+// Handle of one posted operation. Cheap to copy; all copies name the same
+// operation. A default-constructed Completion is already done with OK.
+class Completion {
+ public:
+  Completion() = default;
+  explicit Completion(std::shared_ptr<internal::OpState> s);
+
+  // Waits until the operation completes or `deadline` passes, driving the
+  // endpoint's progress while it waits. Returns the operation's Status, or
+  // TimedOut (the operation stays posted; its memory must stay valid until
+  // the endpoint is closed).
+  Status Wait(Deadline deadline);
+  // Non-blocking: the Status when done, nullopt while in flight. Does not
+  // drive progress.
+  std::optional<Status> Poll() const;
+  bool done() const;
+  CompletionInfo info() const;
+
+ private:
+  std::shared_ptr<internal::OpState> s_;
+};
+
+// Immediate data that a peer's RMA write delivered to this endpoint; the
+// write's bytes are in place when the event is seen.
+struct ImmediateEvent {
+  uint64_t data = 0;
+};
+
+using ImmediateHandler = std::function<void(const ImmediateEvent&)>;
+using PeerId = uint64_t;
+
+class Endpoint {
+ public:
+  virtual ~Endpoint() = default;
+
+  // This endpoint's address as opaque bytes, to hand to peers through the
+  // control plane.
+  virtual std::string address() const = 0;
+
+  // Makes a peer reachable. The same address added twice gives the same id.
+  virtual Result<PeerId> AddPeer(const std::string& address) = 0;
+  // Forgets a peer (e.g. before re-adding a restarted one). Operations still
+  // in flight to it fail or time out.
+  virtual Status RemovePeer(PeerId peer) = 0;
+
+  // Two-sided messages. The buffer slice [offset, offset + len) of `region`
+  // must stay untouched until the completion is done.
+  virtual Result<Completion> Send(PeerId peer, const MemoryRegion& region,
+                                  size_t offset, size_t len,
+                                  Deadline deadline) = 0;
+  // Posts a receive buffer; any peer's next message lands there. The
+  // completion's info().bytes is the message length; a message longer than
+  // `len` completes with an error.
+  virtual Result<Completion> Recv(const MemoryRegion& region, size_t offset,
+                                  size_t len, Deadline deadline) = 0;
+
+  // One-sided RMA write of local [offset, offset + len) to the peer's
+  // `remote` at `remote_offset`. With `immediate`, the peer's endpoint
+  // reports an ImmediateEvent once all `len` bytes are in place.
+  virtual Result<Completion> Write(PeerId peer, const MemoryRegion& region,
+                                   size_t offset, size_t len,
+                                   const RemoteRegion& remote,
+                                   uint64_t remote_offset,
+                                   std::optional<uint64_t> immediate,
+                                   Deadline deadline) = 0;
+  // One-sided RMA read of the peer's `remote` at `remote_offset` into local
+  // [offset, offset + len).
+  virtual Result<Completion> Read(PeerId peer, const MemoryRegion& region,
+                                  size_t offset, size_t len,
+                                  const RemoteRegion& remote,
+                                  uint64_t remote_offset,
+                                  Deadline deadline) = 0;
+
+  // Immediate data arriving here go to `handler` when one is set (called on
+  // whichever thread drives progress: keep it short and non-blocking);
+  // otherwise they queue for PollImmediate/WaitImmediate. Setting a handler
+  // drains nothing already queued.
+  virtual void SetImmediateHandler(ImmediateHandler handler) = 0;
+  virtual std::optional<ImmediateEvent> PollImmediate() = 0;
+  virtual Result<ImmediateEvent> WaitImmediate(Deadline deadline) = 0;
+
+  // Reads the completion queue once and dispatches what it finds. Returns
+  // the number of completions handled. Safe from any thread.
+  virtual Result<size_t> Progress() = 0;
+};
+
+class Fabric {
+ public:
+  virtual ~Fabric() = default;
+
+  // The provider in use, e.g. "tcp;ofi_rxm".
+  virtual std::string provider() const = 0;
+  // Why this provider: for "auto", which were tried and what they answered.
+  virtual std::string choice_reason() const = 0;
+  // The provider's largest single transfer, before our own splitting.
+  virtual size_t max_message_size() const = 0;
+
+  // Registers [data, data + len) for local use and remote read and write.
+  // len > 0; the memory must be allocated and stay so while the region lives.
+  virtual Result<std::unique_ptr<MemoryRegion>> Register(void* data,
+                                                         size_t len) = 0;
+
+  virtual Result<std::unique_ptr<Endpoint>> CreateEndpoint(
+      ProgressMode mode) = 0;
+
+  // Registrations of caller buffers, reused across calls (see
+  // registration_cache.h). Owned by the fabric.
+  virtual RegistrationCache& cache() = 0;
+};
+
+// Opens a fabric by provider name. An unknown or non-working name gives
+// InvalidArgument listing the providers that work on this machine.
+Result<std::unique_ptr<Fabric>> OpenFabric(const FabricOptions& options);
+
+// Provider names fabps knows, in order of preference for "auto".
+const std::vector<std::string>& KnownProviders();
+
+}  // namespace fabps::transport
+
+#endif  // FABPS_TRANSPORT_FABRIC_H_

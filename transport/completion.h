@@ -1,0 +1,42 @@
+// Internal: the shared state behind a Completion handle. Backends derive from
+// OpState to attach their per-operation contexts. Not for use outside
+// transport/.
+#ifndef FABPS_TRANSPORT_COMPLETION_H_
+#define FABPS_TRANSPORT_COMPLETION_H_
+
+#include <atomic>
+#include <mutex>
+
+#include "base/status.h"
+#include "transport/fabric.h"
+
+namespace fabps::transport::internal {
+
+// Whoever can make progress for an operation: its endpoint.
+class ProgressDriver {
+ public:
+  virtual ~ProgressDriver() = default;
+  virtual Result<size_t> Progress() = 0;
+};
+
+// One posted operation, possibly split into `parts` provider operations. It
+// is done when every part has completed; its status is the first error of
+// any part, else OK.
+struct OpState {
+  explicit OpState(int parts) : remaining(parts) {}
+  virtual ~OpState() = default;
+
+  // Records one part's end. Returns true when this was the last part.
+  bool PartDone(const Status& s, size_t bytes);
+
+  std::atomic<ProgressDriver*> driver{nullptr};  // null once the endpoint is gone
+  std::atomic<int> remaining;
+  std::atomic<bool> done{false};
+  std::mutex mu;
+  Status status;        // guarded by mu until done, then immutable
+  CompletionInfo info;  // likewise
+};
+
+}  // namespace fabps::transport::internal
+
+#endif  // FABPS_TRANSPORT_COMPLETION_H_

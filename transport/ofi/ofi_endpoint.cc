@@ -1,0 +1,390 @@
+#include "transport/ofi/ofi_endpoint.h"
+
+#include <rdma/fi_cm.h>
+#include <rdma/fi_domain.h>
+#include <rdma/fi_errno.h>
+#include <rdma/fi_rma.h>
+#include <sched.h>
+
+#include <algorithm>
+#include <chrono>
+
+#include "base/log.h"
+#include "transport/ofi/ofi_error.h"
+#include "transport/ofi/ofi_fabric.h"
+
+namespace fabps::transport::ofi {
+
+// One libfabric context per provider operation. fi_context2 comes first: the
+// provider owns it while the operation is posted (FI_CONTEXT2 mode).
+struct PartContext {
+  fi_context2 fi;
+  OfiEndpoint* ep;
+  void* op;
+};
+
+struct OfiEndpoint::Op : internal::OpState {
+  explicit Op(int parts) : OpState(parts), ctx(parts) {}
+  std::vector<PartContext> ctx;
+};
+
+namespace {
+constexpr size_t kMaxAddressBytes = 1024;
+constexpr int kCqBatch = 32;
+}  // namespace
+
+OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode) : fabric_(fabric), mode_(mode) {}
+
+Result<std::unique_ptr<Endpoint>> OfiEndpoint::Create(OfiFabric* fabric,
+                                                      const FabricOptions& options,
+                                                      ProgressMode mode) {
+  std::unique_ptr<OfiEndpoint> ep(new OfiEndpoint(fabric, mode));
+  FABPS_RETURN_IF_ERROR(ep->Open(options));
+  return std::unique_ptr<Endpoint>(std::move(ep));
+}
+
+Status OfiEndpoint::Open(const FabricOptions& options) {
+  fi_info* info = fabric_->info();
+  transfer_limit_ = fabric_->transfer_limit();
+  uint64_t order = info->tx_attr->msg_order;
+  ordered_writes_ = (order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
+                    info->ep_attr->max_order_waw_size >= transfer_limit_;
+
+  fi_av_attr av_attr{};
+  av_attr.type = FI_AV_TABLE;
+  int ret = fi_av_open(fabric_->domain(), &av_attr, &av_, nullptr);
+  if (ret != 0) return FiError("fi_av_open", ret);
+
+  fi_cq_attr cq_attr{};
+  cq_attr.format = FI_CQ_FORMAT_DATA;
+  cq_attr.size = options.cq_size;
+  cq_attr.wait_obj = FI_WAIT_NONE;
+  ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
+  if (ret != 0) return FiError("fi_cq_open", ret);
+
+  ret = fi_endpoint(fabric_->domain(), info, &ep_, nullptr);
+  if (ret != 0) return FiError("fi_endpoint", ret);
+  ret = fi_ep_bind(ep_, &av_->fid, 0);
+  if (ret != 0) return FiError("fi_ep_bind(av)", ret);
+  ret = fi_ep_bind(ep_, &cq_->fid, FI_TRANSMIT | FI_RECV);
+  if (ret != 0) return FiError("fi_ep_bind(cq)", ret);
+  ret = fi_enable(ep_);
+  if (ret != 0) return FiError("fi_enable", ret);
+
+  size_t len = 0;
+  ret = fi_getname(&ep_->fid, nullptr, &len);
+  if (ret != -FI_ETOOSMALL && ret != 0) return FiError("fi_getname(size)", ret);
+  address_.resize(len);
+  ret = fi_getname(&ep_->fid, address_.data(), &len);
+  if (ret != 0) return FiError("fi_getname", ret);
+  address_.resize(len);
+
+  if (mode_ == ProgressMode::kThread) {
+    progress_thread_ = std::thread([this] { ProgressLoop(); });
+  }
+  return Status::OK();
+}
+
+OfiEndpoint::~OfiEndpoint() {
+  stop_ = true;
+  if (progress_thread_.joinable()) progress_thread_.join();
+  // Close the endpoint first: after this the provider touches no context.
+  if (ep_) fi_close(&ep_->fid);
+  if (cq_) fi_close(&cq_->fid);
+  if (av_) fi_close(&av_->fid);
+  std::lock_guard<std::mutex> l(ops_mu_);
+  for (auto& [raw, op] : inflight_) {
+    op->driver.store(nullptr);
+    while (!op->done.load()) op->PartDone(Status::Cancelled("endpoint closed"), 0);
+  }
+  inflight_.clear();
+}
+
+Result<PeerId> OfiEndpoint::AddPeer(const std::string& address) {
+  if (address.empty() || address.size() > kMaxAddressBytes) {
+    return Status::InvalidArgument("peer address of " + std::to_string(address.size()) +
+                                   " bytes (expected 1.." + std::to_string(kMaxAddressBytes) + ")");
+  }
+  std::lock_guard<std::mutex> l(peers_mu_);
+  auto it = peer_by_address_.find(address);
+  if (it != peer_by_address_.end()) return it->second;
+  fi_addr_t fa = FI_ADDR_UNSPEC;
+  int ret = fi_av_insert(av_, address.data(), 1, &fa, 0, nullptr);
+  if (ret != 1) return FiError("fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
+  PeerId id = next_peer_++;
+  peers_[id] = fa;
+  peer_by_address_[address] = id;
+  return id;
+}
+
+Status OfiEndpoint::RemovePeer(PeerId peer) {
+  std::lock_guard<std::mutex> l(peers_mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return Status::NotFound("peer " + std::to_string(peer));
+  fi_addr_t fa = it->second;
+  peers_.erase(it);
+  for (auto a = peer_by_address_.begin(); a != peer_by_address_.end(); ++a) {
+    if (a->second == peer) {
+      peer_by_address_.erase(a);
+      break;
+    }
+  }
+  int ret = fi_av_remove(av_, &fa, 1, 0);
+  if (ret != 0) return FiError("fi_av_remove", ret);
+  return Status::OK();
+}
+
+Result<fi_addr_t> OfiEndpoint::PeerAddress(PeerId peer) {
+  std::lock_guard<std::mutex> l(peers_mu_);
+  auto it = peers_.find(peer);
+  if (it == peers_.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
+  return it->second;
+}
+
+std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts) {
+  auto op = std::make_shared<Op>(parts);
+  op->driver.store(this);
+  for (auto& c : op->ctx) {
+    c.ep = this;
+    c.op = op.get();
+  }
+  std::lock_guard<std::mutex> l(ops_mu_);
+  inflight_[op.get()] = op;
+  return op;
+}
+
+void OfiEndpoint::Finish(Op* op) {
+  std::lock_guard<std::mutex> l(ops_mu_);
+  inflight_.erase(op);
+}
+
+Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf, size_t len,
+                             void* desc, uint64_t remote_addr, uint64_t key,
+                             const uint64_t* immediate, Deadline deadline) {
+  void* ctx = &op->ctx[part];
+  for (;;) {
+    ssize_t ret = 0;
+    switch (kind) {
+      case Kind::kSend: ret = fi_send(ep_, buf, len, desc, dest, ctx); break;
+      case Kind::kRecv: ret = fi_recv(ep_, buf, len, desc, FI_ADDR_UNSPEC, ctx); break;
+      case Kind::kWrite:
+        ret = immediate ? fi_writedata(ep_, buf, len, desc, *immediate, dest, remote_addr, key, ctx)
+                        : fi_write(ep_, buf, len, desc, dest, remote_addr, key, ctx);
+        break;
+      case Kind::kRead: ret = fi_read(ep_, buf, len, desc, dest, remote_addr, key, ctx); break;
+    }
+    if (ret == 0) return Status::OK();
+    if (ret != -FI_EAGAIN) return FiError("post", static_cast<int>(ret));
+    // The provider is busy (connection being set up, queue full): drive
+    // progress so it can drain, and try again until the deadline.
+    if (deadline.Expired()) return Status::TimedOut("post: provider busy until the deadline");
+    auto r = Progress();
+    if (!r.ok()) return r.status();
+    if (r.value() == 0) sched_yield();
+  }
+}
+
+Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region, size_t offset,
+                                     size_t len, Deadline deadline) {
+  if (offset > region.size() || len > region.size() - offset) {
+    return Status::InvalidArgument("send: [" + std::to_string(offset) + ", +" +
+                                   std::to_string(len) + ") outside the registered region of " +
+                                   std::to_string(region.size()) + " bytes");
+  }
+  if (len > fabric_->max_message_size()) return Status::InvalidArgument("send: message too long");
+  FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
+  auto op = NewOp(1);
+  char* buf = static_cast<char*>(region.data()) + offset;
+  Status s = PostPart(Kind::kSend, op.get(), 0, dest, buf, len, LocalDescriptor(region), 0, 0,
+                      nullptr, deadline);
+  if (!s.ok()) {
+    Finish(op.get());
+    return s.WithContext("send to peer " + std::to_string(peer));
+  }
+  return Completion(op);
+}
+
+Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset, size_t len,
+                                     Deadline deadline) {
+  if (offset > region.size() || len > region.size() - offset) {
+    return Status::InvalidArgument("recv: [" + std::to_string(offset) + ", +" +
+                                   std::to_string(len) + ") outside the registered region of " +
+                                   std::to_string(region.size()) + " bytes");
+  }
+  auto op = NewOp(1);
+  char* buf = static_cast<char*>(region.data()) + offset;
+  Status s = PostPart(Kind::kRecv, op.get(), 0, FI_ADDR_UNSPEC, buf, len, LocalDescriptor(region),
+                      0, 0, nullptr, deadline);
+  if (!s.ok()) {
+    Finish(op.get());
+    return s.WithContext("recv");
+  }
+  return Completion(op);
+}
+
+Result<Completion> OfiEndpoint::Write(PeerId peer, const MemoryRegion& region, size_t offset,
+                                      size_t len, const RemoteRegion& remote,
+                                      uint64_t remote_offset, std::optional<uint64_t> immediate,
+                                      Deadline deadline) {
+  return Rma(Kind::kWrite, peer, region, offset, len, remote, remote_offset, immediate, deadline);
+}
+
+Result<Completion> OfiEndpoint::Read(PeerId peer, const MemoryRegion& region, size_t offset,
+                                     size_t len, const RemoteRegion& remote,
+                                     uint64_t remote_offset, Deadline deadline) {
+  return Rma(Kind::kRead, peer, region, offset, len, remote, remote_offset, std::nullopt,
+             deadline);
+}
+
+Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer, const MemoryRegion& region,
+                                    size_t offset, size_t len, const RemoteRegion& remote,
+                                    uint64_t remote_offset, std::optional<uint64_t> immediate,
+                                    Deadline deadline) {
+  const char* what = kind == Kind::kWrite ? "rma write" : "rma read";
+  if (offset > region.size() || len > region.size() - offset) {
+    return Status::InvalidArgument(std::string(what) + ": local [" + std::to_string(offset) +
+                                   ", +" + std::to_string(len) +
+                                   ") outside the registered region of " +
+                                   std::to_string(region.size()) + " bytes");
+  }
+  if (remote_offset > remote.length || len > remote.length - remote_offset) {
+    return Status::InvalidArgument(std::string(what) + ": remote [" +
+                                   std::to_string(remote_offset) + ", +" + std::to_string(len) +
+                                   ") outside the remote region of " +
+                                   std::to_string(remote.length) + " bytes");
+  }
+  FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
+  const size_t limit = transfer_limit_ == 0 ? len : transfer_limit_;
+  const int parts = len == 0 ? 1 : static_cast<int>(1 + (len - 1) / limit);
+  auto op = NewOp(parts);
+  char* base = static_cast<char*>(region.data()) + offset;
+  void* desc = LocalDescriptor(region);
+  for (int i = 0; i < parts; i++) {
+    size_t off = static_cast<size_t>(i) * limit;
+    size_t n = std::min(limit, len - off);
+    bool last = i == parts - 1;
+    const uint64_t* imm = (last && immediate) ? &*immediate : nullptr;
+    if (last && imm != nullptr && parts > 1 && !ordered_writes_) {
+      // Without write-after-write ordering the immediate could overtake
+      // earlier parts: wait until they are complete before the last goes.
+      while (op->remaining.load() > 1) {
+        if (deadline.Expired()) break;
+        auto r = Progress();
+        if (!r.ok()) break;
+      }
+    }
+    Status s = PostPart(kind, op.get(), i, dest, base + off, n, desc,
+                        remote.base + remote_offset + off, remote.key, imm, deadline);
+    if (!s.ok()) {
+      // Parts already posted complete on their own; the rest fail now.
+      Status err = s.WithContext(std::string(what) + " to peer " + std::to_string(peer));
+      for (int j = i; j < parts; j++) {
+        if (op->PartDone(err, 0)) Finish(op.get());
+      }
+      if (i == 0) return err;
+      return Completion(op);
+    }
+  }
+  return Completion(op);
+}
+
+void OfiEndpoint::SetImmediateHandler(ImmediateHandler handler) {
+  std::lock_guard<std::mutex> l(imm_mu_);
+  imm_handler_ = handler ? std::make_shared<ImmediateHandler>(std::move(handler)) : nullptr;
+}
+
+std::optional<ImmediateEvent> OfiEndpoint::PollImmediate() {
+  std::lock_guard<std::mutex> l(imm_mu_);
+  if (imm_queue_.empty()) return std::nullopt;
+  ImmediateEvent e = imm_queue_.front();
+  imm_queue_.pop_front();
+  return e;
+}
+
+Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
+  uint64_t idle = 0;
+  for (;;) {
+    if (auto e = PollImmediate()) return *e;
+    if (deadline.Expired()) return Status::TimedOut("no immediate data by the deadline");
+    auto r = Progress();
+    if (!r.ok()) return r.status();
+    if (r.value() > 0) {
+      idle = 0;
+      continue;
+    }
+    if (++idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+  }
+}
+
+Result<size_t> OfiEndpoint::Progress() {
+  std::unique_lock<std::mutex> cq_lock(cq_mu_, std::try_to_lock);
+  if (!cq_lock.owns_lock()) return size_t{0};  // another thread is reading the CQ
+  fi_cq_data_entry entries[kCqBatch];
+  ssize_t n = fi_cq_read(cq_, entries, kCqBatch);
+  if (n == -FI_EAGAIN) return size_t{0};
+  if (n == -FI_EAVAIL) {
+    fi_cq_err_entry err{};
+    ssize_t r = fi_cq_readerr(cq_, &err, 0);
+    if (r < 0) return size_t{0};
+    char buf[256];
+    const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof(buf));
+    Status s = FiError(std::string("completion error (") + (detail ? detail : "") + ")", err.err);
+    if (err.op_context != nullptr) {
+      auto* pc = static_cast<PartContext*>(err.op_context);
+      auto* op = static_cast<Op*>(pc->op);
+      if (op->PartDone(s, 0)) Finish(op);
+    } else {
+      FABPS_LOG(WARNING) << "completion error without context: " << s.ToString();
+    }
+    return size_t{1};
+  }
+  if (n < 0) return FiError("fi_cq_read", static_cast<int>(n));
+  std::shared_ptr<ImmediateHandler> handler;
+  for (ssize_t i = 0; i < n; i++) {
+    const fi_cq_data_entry& e = entries[i];
+    if ((e.flags & FI_REMOTE_CQ_DATA) != 0 && (e.flags & FI_REMOTE_WRITE) != 0) {
+      ImmediateEvent ev{e.data};
+      {
+        std::lock_guard<std::mutex> l(imm_mu_);
+        handler = imm_handler_;
+        if (!handler) {
+          imm_queue_.push_back(ev);
+          imm_cv_.notify_all();
+        }
+      }
+      if (handler) (*handler)(ev);
+      continue;
+    }
+    if (e.op_context == nullptr) continue;  // a remote event we did not ask for
+    auto* pc = static_cast<PartContext*>(e.op_context);
+    auto* op = static_cast<Op*>(pc->op);
+    size_t bytes = (e.flags & FI_RECV) != 0 ? e.len : 0;
+    if (op->PartDone(Status::OK(), bytes)) Finish(op);
+  }
+  return static_cast<size_t>(n);
+}
+
+void OfiEndpoint::ProgressLoop() {
+  // Spin while there is traffic, back off to short sleeps when idle: the
+  // target side of RMA must read its CQ for tcp and shm to make progress.
+  int idle = 0;
+  while (!stop_.load(std::memory_order_relaxed)) {
+    auto r = Progress();
+    if (!r.ok()) {
+      FABPS_LOG(ERROR) << "progress thread: " << r.status().ToString();
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+      continue;
+    }
+    if (r.value() > 0) {
+      idle = 0;
+      continue;
+    }
+    if (++idle < 200) {
+      sched_yield();
+    } else {
+      std::this_thread::sleep_for(std::chrono::microseconds(idle < 2000 ? 10 : 100));
+    }
+  }
+}
+
+}  // namespace fabps::transport::ofi

@@ -1,0 +1,103 @@
+// The libfabric endpoint behind transport::Endpoint: one FI_EP_RDM endpoint
+// with its address vector (FI_AV_TABLE) and one completion queue for
+// transmit, receive and remote CQ data. See transport/fabric.h for the
+// contract.
+#ifndef FABPS_TRANSPORT_OFI_OFI_ENDPOINT_H_
+#define FABPS_TRANSPORT_OFI_OFI_ENDPOINT_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_endpoint.h>
+#include <rdma/fi_eq.h>
+
+#include <atomic>
+#include <condition_variable>
+#include <deque>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <unordered_map>
+
+#include "transport/completion.h"
+#include "transport/fabric.h"
+
+namespace fabps::transport::ofi {
+
+class OfiFabric;
+
+// The provider's descriptor of a region registered by OfiFabric.
+void* LocalDescriptor(const MemoryRegion& region);
+
+class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
+ public:
+  static Result<std::unique_ptr<Endpoint>> Create(OfiFabric* fabric, const FabricOptions& options,
+                                                  ProgressMode mode);
+  ~OfiEndpoint() override;
+
+  std::string address() const override { return address_; }
+  Result<PeerId> AddPeer(const std::string& address) override;
+  Status RemovePeer(PeerId peer) override;
+  Result<Completion> Send(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
+                          Deadline deadline) override;
+  Result<Completion> Recv(const MemoryRegion& region, size_t offset, size_t len,
+                          Deadline deadline) override;
+  Result<Completion> Write(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
+                           const RemoteRegion& remote, uint64_t remote_offset,
+                           std::optional<uint64_t> immediate, Deadline deadline) override;
+  Result<Completion> Read(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
+                          const RemoteRegion& remote, uint64_t remote_offset,
+                          Deadline deadline) override;
+  void SetImmediateHandler(ImmediateHandler handler) override;
+  std::optional<ImmediateEvent> PollImmediate() override;
+  Result<ImmediateEvent> WaitImmediate(Deadline deadline) override;
+  Result<size_t> Progress() override;
+
+ private:
+  struct Op;
+  enum class Kind { kSend, kRecv, kWrite, kRead };
+
+  OfiEndpoint(OfiFabric* fabric, ProgressMode mode);
+  Status Open(const FabricOptions& options);
+  // Posts one provider operation, retrying on FI_EAGAIN while driving
+  // progress, until `deadline`.
+  Status PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf, size_t len, void* desc,
+                  uint64_t remote_addr, uint64_t key, const uint64_t* immediate,
+                  Deadline deadline);
+  Result<Completion> Rma(Kind kind, PeerId peer, const MemoryRegion& region, size_t offset,
+                         size_t len, const RemoteRegion& remote, uint64_t remote_offset,
+                         std::optional<uint64_t> immediate, Deadline deadline);
+  std::shared_ptr<Op> NewOp(int parts);
+  void Finish(Op* op);
+  Result<fi_addr_t> PeerAddress(PeerId peer);
+  void ProgressLoop();
+
+  OfiFabric* const fabric_;
+  const ProgressMode mode_;
+  size_t transfer_limit_ = 0;
+  bool ordered_writes_ = false;
+  fid_av* av_ = nullptr;
+  fid_cq* cq_ = nullptr;
+  fid_ep* ep_ = nullptr;
+  std::string address_;
+
+  std::mutex peers_mu_;
+  std::map<std::string, PeerId> peer_by_address_;
+  std::unordered_map<PeerId, fi_addr_t> peers_;
+  PeerId next_peer_ = 1;
+
+  std::mutex ops_mu_;
+  std::unordered_map<Op*, std::shared_ptr<Op>> inflight_;
+
+  std::mutex imm_mu_;
+  std::condition_variable imm_cv_;
+  std::deque<ImmediateEvent> imm_queue_;
+  std::shared_ptr<ImmediateHandler> imm_handler_;
+
+  std::mutex cq_mu_;  // one reader of the CQ at a time keeps dispatch ordered
+  std::atomic<bool> stop_{false};
+  std::thread progress_thread_;
+};
+
+}  // namespace fabps::transport::ofi
+
+#endif  // FABPS_TRANSPORT_OFI_OFI_ENDPOINT_H_

@@ -1,0 +1,68 @@
+// The libfabric backend of transport::Fabric. Callers use OpenFabric() from
+// transport/fabric.h; this header is for the backend's own files and tests.
+#ifndef FABPS_TRANSPORT_OFI_OFI_FABRIC_H_
+#define FABPS_TRANSPORT_OFI_OFI_FABRIC_H_
+
+#include <rdma/fabric.h>
+#include <rdma/fi_domain.h>
+
+#include <atomic>
+#include <memory>
+#include <string>
+
+#include "transport/fabric.h"
+#include "transport/registration_cache.h"
+
+namespace fabps::transport::ofi {
+
+// Asks libfabric for an RDM endpoint with messages, RMA and remote CQ data on
+// `provider`, under the strictest memory-registration mode we support.
+// Returns the provider's answer (caller frees with fi_freeinfo) or the error.
+Result<fi_info*> GetInfo(const std::string& provider, const std::string& interface_address);
+
+// Providers among KnownProviders() that answer GetInfo on this machine, with
+// the reason for each one that does not ("verbs;ofi_rxm: No data available").
+struct ProviderProbe {
+  std::string name;
+  bool works = false;
+  std::string reason;
+};
+std::vector<ProviderProbe> ProbeProviders(const std::string& interface_address);
+
+class OfiFabric final : public Fabric {
+ public:
+  ~OfiFabric() override;
+
+  std::string provider() const override { return provider_; }
+  std::string choice_reason() const override { return reason_; }
+  size_t max_message_size() const override;
+  Result<std::unique_ptr<MemoryRegion>> Register(void* data, size_t len) override;
+  Result<std::unique_ptr<Endpoint>> CreateEndpoint(ProgressMode mode) override;
+  RegistrationCache& cache() override { return *cache_; }
+
+  // The memory-registration mode the provider asked for (FI_MR_* bits).
+  uint64_t mr_mode() const;
+  fi_info* info() const { return info_; }
+  fid_domain* domain() const { return domain_; }
+  size_t transfer_limit() const { return transfer_limit_; }
+
+ private:
+  friend Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options);
+  OfiFabric() = default;
+
+  std::string provider_;
+  std::string reason_;
+  FabricOptions options_;
+  fi_info* info_ = nullptr;
+  fid_fabric* fabric_ = nullptr;
+  fid_domain* domain_ = nullptr;
+  size_t transfer_limit_ = 0;
+  std::atomic<uint64_t> next_key_{1};  // keys we choose when the provider does not
+  std::unique_ptr<RegistrationCache> cache_;
+};
+
+Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options);
+
+}  // namespace fabps::transport::ofi
+
+#endif  // FABPS_TRANSPORT_OFI_OFI_FABRIC_H_
