@@ -11,6 +11,7 @@
 
 #include "base/check.h"
 #include "pserver/sparse_rows.h"
+#include "pserver/tsan_annotations.h"
 #include "pserver/update_kernels.h"
 
 namespace fabps::pserver {
@@ -44,6 +45,10 @@ struct Shard::Block {
   std::vector<uint8_t> touched;  // per row, for all-sparse steps
   std::deque<Pending> parked;    // ApplyAsync gradients of later steps
 
+  // Addresses for TSan fork/join annotations around parallel_for.
+  char fork = 0;
+  char join = 0;
+
   std::mutex queue_mu;  // guards queue and draining
   std::deque<Pending> queue;
   bool draining = false;
@@ -60,6 +65,45 @@ void Fill(DType dtype, char* p, size_t n, double v) {
   } else {
     std::fill_n(reinterpret_cast<double*>(p), n, v);
   }
+}
+
+// A callable handed to TBB (enqueue, parallel_for bodies) whose fields TSan
+// can see arrive: each copy releases its own address after writing it and
+// every reader acquires the address it reads from (tsan_annotations.h).
+// The destructor releases too, for TBB reusing the memory from another
+// thread.
+template <typename Fn>
+class HandOff {
+ public:
+  // Constructors acquire `this` first: TBB may reuse memory whose previous
+  // occupant another thread read and released.
+  explicit HandOff(Fn fn) : fn_((TsanAcquire(this), std::move(fn))) {
+    TsanRelease(this);
+  }
+  HandOff(const HandOff& o) : fn_((TsanAcquire(this), TsanAcquire(&o), o.fn_)) {
+    TsanRelease(this);
+  }
+  HandOff(HandOff&& o) noexcept
+      : fn_((TsanAcquire(this), TsanAcquire(&o), std::move(o.fn_))) {
+    TsanRelease(this);
+  }
+  HandOff& operator=(const HandOff&) = delete;
+  ~HandOff() { TsanRelease(this); }
+
+  template <typename... Args>
+  void operator()(Args&&... args) const {
+    TsanAcquire(this);
+    fn_(std::forward<Args>(args)...);
+    TsanRelease(this);
+  }
+
+ private:
+  Fn fn_;
+};
+
+template <typename Fn>
+HandOff<Fn> MakeHandOff(Fn fn) {
+  return HandOff<Fn>(std::move(fn));
 }
 
 }  // namespace
@@ -352,12 +396,17 @@ void Shard::ApplyDenseLocked(Block* b, const T* g) {
       // depend on how TBB schedules the pieces.
       size_t pieces = (n + grain - 1) / grain;
       std::vector<double> partial(pieces);
+      TsanRelease(&b->fork);
       tbb::this_task_arena::isolate([&] {
-        tbb::parallel_for(size_t{0}, pieces, [&](size_t i) {
-          size_t lo = i * grain, hi = std::min(n, lo + grain);
-          partial[i] = ClampedSumSquares(g + lo, hi - lo, rule.clip_value);
-        });
+        tbb::parallel_for(size_t{0}, pieces, MakeHandOff([&, b](size_t i) {
+                            TsanAcquire(&b->fork);
+                            size_t lo = i * grain, hi = std::min(n, lo + grain);
+                            partial[i] = ClampedSumSquares(g + lo, hi - lo,
+                                                           rule.clip_value);
+                            TsanRelease(&b->join);
+                          }));
       });
+      TsanAcquire(&b->join);
       for (double x : partial) norm += x;
     } else {
       norm = ClampedSumSquares(g, n, rule.clip_value);
@@ -370,15 +419,21 @@ void Shard::ApplyDenseLocked(Block* b, const T* g) {
     ApplyRule<T>(rule.kind, s, w, s0, s1, g, n);
     return;
   }
+  // The pieces run on threads that do not hold the block lock: the fork
+  // and join annotations carry the lock's ordering to them and back.
+  TsanRelease(&b->fork);
   tbb::this_task_arena::isolate([&] {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
-                      [&](const tbb::blocked_range<size_t>& r) {
+                      MakeHandOff([&, b](const tbb::blocked_range<size_t>& r) {
+                        TsanAcquire(&b->fork);
                         size_t lo = r.begin();
                         ApplyRule<T>(rule.kind, s, w + lo,
                                      s0 ? s0 + lo : nullptr,
                                      s1 ? s1 + lo : nullptr, g + lo, r.size());
-                      });
+                        TsanRelease(&b->join);
+                      }));
   });
+  TsanAcquire(&b->join);
 }
 
 template <typename T>
@@ -581,7 +636,7 @@ Status Shard::ApplyAsync(const GradientRef& g, ApplyCallback done) {
       std::lock_guard<std::mutex> lock(idle_mu_);
       ++active_drains_;
     }
-    task_arena_->enqueue([this, b] { Drain(b); });
+    task_arena_->enqueue(MakeHandOff([this, b] { Drain(b); }));
   }
   return Status::OK();
 }

@@ -1,0 +1,373 @@
+#include "pserver/checkpoint.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cinttypes>
+#include <cstdio>
+#include <cstring>
+
+#include "base/crc32c.h"
+#include "base/log.h"
+#include "pserver/byte_io.h"
+#include "pserver/file_io.h"
+
+namespace fabps::pserver {
+namespace {
+
+constexpr char kHeaderMagic[8] = {'F', 'A', 'B', 'P', 'S', 'C', 'K', '1'};
+constexpr char kFooterMagic[8] = {'F', 'A', 'B', 'P', 'S', 'E', 'N', 'D'};
+constexpr uint32_t kVersion = 1;
+constexpr size_t kFixedHeaderBytes = 8 + 4 + 4 + 8 + 8 + 8;
+constexpr size_t kRecordHeaderBytes = 4 * 4 + 8 + 8;
+constexpr size_t kFooterBytes = 8 + 4 + 8 + 4;
+
+std::string FileName(uint32_t index, uint64_t sequence) {
+  char buf[64];
+  std::snprintf(buf, sizeof(buf), "shard-%" PRIu32 "-%020" PRIu64 ".ckpt",
+                index, sequence);
+  return buf;
+}
+
+// Parses "shard-<index>-<20 digits>.ckpt"; false for anything else.
+bool ParseFileName(const std::string& name, uint32_t index,
+                   uint64_t* sequence) {
+  std::string prefix = "shard-" + std::to_string(index) + "-";
+  const std::string suffix = ".ckpt";
+  if (name.size() != prefix.size() + 20 + suffix.size() ||
+      name.compare(0, prefix.size(), prefix) != 0 ||
+      name.compare(name.size() - suffix.size(), suffix.size(), suffix) != 0) {
+    return false;
+  }
+  uint64_t v = 0;
+  for (size_t i = prefix.size(); i < prefix.size() + 20; ++i) {
+    char c = name[i];
+    if (c < '0' || c > '9') return false;
+    uint64_t d = static_cast<uint64_t>(c - '0');
+    if (v > (UINT64_MAX - d) / 10) return false;
+    v = v * 10 + d;
+  }
+  *sequence = v;
+  return true;
+}
+
+uint64_t NowUnixMs() {
+  return static_cast<uint64_t>(
+      std::chrono::duration_cast<std::chrono::milliseconds>(
+          std::chrono::system_clock::now().time_since_epoch())
+          .count());
+}
+
+Status WriteFile(const Shard& shard, const std::string& tmp, uint64_t sequence,
+                 CheckpointInfo* info) {
+  FABPS_ASSIGN_OR_RETURN(AppendFile f, AppendFile::Create(tmp));
+  const std::vector<uint32_t>& ids = shard.block_ids();
+  std::string header;
+  ByteWriter h(&header);
+  h.Raw(kHeaderMagic, sizeof(kHeaderMagic));
+  h.U32(kVersion);
+  h.U32(shard.index());
+  h.U64(sequence);
+  h.U64(NowUnixMs());
+  std::string layout = shard.layout().Encode();
+  h.U64(layout.size());
+  h.Raw(layout.data(), layout.size());
+  h.U32(static_cast<uint32_t>(ids.size()));
+  info->header_crc = crc32c::Value(header.data(), header.size());
+  h.U32(info->header_crc);
+  FABPS_RETURN_IF_ERROR(f.Append(header.data(), header.size()));
+
+  std::string record;
+  for (uint32_t id : ids) {
+    // Copy under the block lock; checksum and write after releasing it.
+    FABPS_RETURN_IF_ERROR(shard.ReadBlockLocked(id, [&](const BlockView& v) {
+      int slots = StateSlots(v.rule);
+      record.clear();
+      record.reserve(kRecordHeaderBytes + v.value_bytes * (1 + slots) + 4);
+      ByteWriter w(&record);
+      w.U32(id);
+      w.U32(static_cast<uint32_t>(v.dtype));
+      w.U32(static_cast<uint32_t>(v.rule));
+      w.U32(static_cast<uint32_t>(slots));
+      w.U64(v.info->num_elements);
+      w.U64(v.update_count);
+      w.Raw(v.values, v.value_bytes);
+      for (int k = 0; k < slots; ++k) w.Raw(v.state[k], v.state_bytes);
+    }));
+    uint32_t crc = crc32c::Value(record.data(), record.size());
+    record.append(reinterpret_cast<const char*>(&crc), 4);
+    FABPS_RETURN_IF_ERROR(f.Append(record.data(), record.size()));
+  }
+
+  std::string footer;
+  ByteWriter ft(&footer);
+  ft.Raw(kFooterMagic, sizeof(kFooterMagic));
+  ft.U32(static_cast<uint32_t>(ids.size()));
+  ft.U64(f.bytes_written() + kFooterBytes);
+  ft.U32(crc32c::Value(footer.data(), footer.size()));
+  FABPS_RETURN_IF_ERROR(f.Append(footer.data(), footer.size()));
+  info->bytes = f.bytes_written();
+  FABPS_RETURN_IF_ERROR(f.Sync());
+  return f.Close();
+}
+
+// One pass over a checkpoint file. With restore == false it only checks;
+// with restore == true it also writes each verified block into the shard.
+Status Scan(const std::string& path, Shard* shard, bool restore) {
+  FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  auto corrupt = [](const std::string& why) { return Status::Corruption(why); };
+
+  // Header.
+  char fixed[kFixedHeaderBytes];
+  FABPS_RETURN_IF_ERROR(f.ReadExactly(fixed, sizeof(fixed), "the header"));
+  if (std::memcmp(fixed, kHeaderMagic, sizeof(kHeaderMagic)) != 0) {
+    return corrupt("bad magic (not a fabps checkpoint)");
+  }
+  ByteReader r(fixed + 8, sizeof(fixed) - 8);
+  uint32_t version, index;
+  uint64_t sequence, time_ms, layout_len;
+  r.U32(&version);
+  r.U32(&index);
+  r.U64(&sequence);
+  r.U64(&time_ms);
+  r.U64(&layout_len);
+  if (version != kVersion) {
+    return corrupt("unsupported format version " + std::to_string(version));
+  }
+  if (layout_len > f.size() - f.position()) {
+    return corrupt("layout length " + std::to_string(layout_len) +
+                   " beyond the end of the file (truncated or damaged header)");
+  }
+  std::string layout_bytes(layout_len, '\0');
+  FABPS_RETURN_IF_ERROR(
+      f.ReadExactly(layout_bytes.data(), layout_len, "the layout"));
+  uint32_t num_blocks, stored_crc;
+  FABPS_RETURN_IF_ERROR(f.ReadExactly(&num_blocks, 4, "the header"));
+  FABPS_RETURN_IF_ERROR(f.ReadExactly(&stored_crc, 4, "the header CRC"));
+  uint32_t crc = crc32c::Value(fixed, sizeof(fixed));
+  crc = crc32c::Extend(crc, layout_bytes.data(), layout_bytes.size());
+  crc = crc32c::Extend(crc, &num_blocks, 4);
+  if (crc != stored_crc) return corrupt("header CRC32C mismatch");
+  Result<Layout> layout =
+      Layout::Decode(layout_bytes.data(), layout_bytes.size());
+  if (!layout.ok()) return corrupt("header: " + layout.status().message());
+  if (std::string diff = Layout::DescribeDifference(*layout, shard->layout());
+      !diff.empty()) {
+    return Status::FailedPrecondition(
+        "made with a different layout (" + diff +
+        "; checkpoint vs this shard); refusing to load it");
+  }
+  if (index != shard->index()) {
+    return Status::FailedPrecondition("holds shard " + std::to_string(index) +
+                                      ", this is shard " +
+                                      std::to_string(shard->index()));
+  }
+  const std::vector<uint32_t>& ids = shard->block_ids();
+  if (num_blocks != ids.size()) {
+    return corrupt("block count " + std::to_string(num_blocks) +
+                   " does not match the layout (" + std::to_string(ids.size()) +
+                   ")");
+  }
+
+  // Blocks.
+  std::vector<char> payload;
+  for (uint32_t i = 0; i < num_blocks; ++i) {
+    const uint32_t id = ids[i];
+    const std::string where =
+        "block " + std::to_string(id) + " (record " + std::to_string(i) + ")";
+    char rh[kRecordHeaderBytes];
+    std::string what = where + " header";
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(rh, sizeof(rh), what.c_str()));
+    ByteReader rr(rh, sizeof(rh));
+    uint32_t rid, dtype, kind, slots;
+    uint64_t elements, update_count;
+    rr.U32(&rid);
+    rr.U32(&dtype);
+    rr.U32(&kind);
+    rr.U32(&slots);
+    rr.U64(&elements);
+    rr.U64(&update_count);
+    const BlockInfo& info = shard->layout().blocks()[id];
+    const DType want_dtype = shard->layout().params()[info.param].dtype;
+    // The payload length comes from the layout, never from the file; the
+    // file's own fields are compared once the CRC has vouched for them.
+    if (slots > 2)
+      return corrupt(where + ": state count " + std::to_string(slots));
+    const size_t value_bytes = info.num_elements * DTypeSize(want_dtype);
+    const size_t len = value_bytes * (1 + slots);
+    if (len > f.size() - f.position()) {
+      return corrupt("truncated: " + where + " needs " + std::to_string(len) +
+                     " bytes, the file has " +
+                     std::to_string(f.size() - f.position()) + " left");
+    }
+    payload.resize(len);
+    what = where + " data";
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(payload.data(), len, what.c_str()));
+    uint32_t block_crc;
+    what = where + " CRC";
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(&block_crc, 4, what.c_str()));
+    uint32_t got =
+        crc32c::Extend(crc32c::Value(rh, sizeof(rh)), payload.data(), len);
+    if (got != block_crc) return corrupt(where + ": CRC32C mismatch");
+    if (rid != id || dtype != static_cast<uint32_t>(want_dtype) ||
+        elements != info.num_elements) {
+      return corrupt(where + ": id, type or size disagree with the layout");
+    }
+    if (kind > static_cast<uint32_t>(RuleKind::kAdaGrad) ||
+        StateSlots(static_cast<RuleKind>(kind)) != static_cast<int>(slots)) {
+      return corrupt(where + ": unknown rule " + std::to_string(kind));
+    }
+    RuleKind want_rule = RuleKind::kSgd;
+    FABPS_RETURN_IF_ERROR(shard->ReadBlockLocked(
+        id, [&](const BlockView& v) { want_rule = v.rule; }));
+    if (static_cast<RuleKind>(kind) != want_rule) {
+      return Status::FailedPrecondition(where + ": optimizer state is for " +
+                                        RuleName(static_cast<RuleKind>(kind)) +
+                                        ", this shard uses " +
+                                        RuleName(want_rule));
+    }
+    if (restore) {
+      const char* p = payload.data();
+      FABPS_RETURN_IF_ERROR(shard->RestoreBlock(
+          id, p, slots > 0 ? p + value_bytes : nullptr,
+          slots > 1 ? p + 2 * value_bytes : nullptr, update_count));
+    }
+  }
+
+  // Footer.
+  char footer[kFooterBytes];
+  FABPS_RETURN_IF_ERROR(f.ReadExactly(footer, sizeof(footer), "the footer"));
+  uint32_t footer_crc;
+  std::memcpy(&footer_crc, footer + kFooterBytes - 4, 4);
+  if (crc32c::Value(footer, kFooterBytes - 4) != footer_crc) {
+    return corrupt("footer CRC32C mismatch");
+  }
+  ByteReader fr(footer + 8, kFooterBytes - 8);
+  uint32_t footer_blocks;
+  uint64_t length;
+  fr.U32(&footer_blocks);
+  fr.U64(&length);
+  if (std::memcmp(footer, kFooterMagic, 8) != 0 ||
+      footer_blocks != num_blocks || length != f.size() ||
+      f.position() != f.size()) {
+    return corrupt("footer disagrees with the file (" +
+                   std::to_string(f.size()) +
+                   " bytes, trailing data or wrong block count)");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
+Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
+                                       const std::string& dir,
+                                       uint64_t sequence) {
+  const std::string name = FileName(shard.index(), sequence);
+  const std::string tmp = dir + "/." + name + ".tmp";
+  CheckpointInfo info;
+  info.path = dir + "/" + name;
+  info.sequence = sequence;
+  Status s = WriteFile(shard, tmp, sequence, &info);
+  if (s.ok()) s = RenameDurably(tmp, info.path);
+  if (!s.ok()) {
+    RemoveFile(tmp);
+    return s.WithContext("checkpoint " + info.path);
+  }
+  return info;
+}
+
+Status VerifyCheckpoint(const std::string& path, const Shard& shard) {
+  // Scan never writes to the shard when restore is false.
+  return Scan(path, const_cast<Shard*>(&shard), /*restore=*/false)
+      .WithContext("checkpoint " + path);
+}
+
+Status LoadCheckpoint(const std::string& path, Shard* shard) {
+  FABPS_RETURN_IF_ERROR(VerifyCheckpoint(path, *shard));
+  return Scan(path, shard, /*restore=*/true)
+      .WithContext("checkpoint " + path +
+                   " (changed while loading; shard partly restored)");
+}
+
+Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
+                                                    uint32_t index) {
+  FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  std::vector<CheckpointInfo> out;
+  for (const std::string& name : names) {
+    CheckpointInfo info;
+    if (ParseFileName(name, index, &info.sequence)) {
+      info.path = dir + "/" + name;
+      out.push_back(std::move(info));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) {
+              return a.sequence > b.sequence;
+            });
+  return out;
+}
+
+CheckpointManager::CheckpointManager(std::string dir, uint32_t index,
+                                     uint32_t keep)
+    : dir_(std::move(dir)), index_(index), keep_(std::max<uint32_t>(1, keep)) {}
+
+Result<CheckpointInfo> CheckpointManager::Save(const Shard& shard) {
+  std::lock_guard<std::mutex> lock(mu_);
+  if (shard.index() != index_) {
+    return Status::InvalidArgument("checkpoint manager of shard " +
+                                   std::to_string(index_) + " given shard " +
+                                   std::to_string(shard.index()));
+  }
+  FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> existing,
+                         ListCheckpoints(dir_, index_));
+  uint64_t next = existing.empty() ? 1 : existing.front().sequence + 1;
+  FABPS_ASSIGN_OR_RETURN(CheckpointInfo info,
+                         WriteCheckpoint(shard, dir_, next));
+  // Rotation: the new file plus the keep-1 newest older ones stay.
+  for (size_t i = keep_ - 1; i < existing.size(); ++i) {
+    Status s = RemoveFile(existing[i].path);
+    if (!s.ok()) {
+      FABPS_LOG(WARNING) << "checkpoint rotation: " << s.ToString();
+    }
+  }
+  // Temporary files left by a crash in an earlier Save.
+  if (auto names = ListDir(dir_); names.ok()) {
+    const std::string prefix = ".shard-" + std::to_string(index_) + "-";
+    for (const std::string& n : *names) {
+      if (n.compare(0, prefix.size(), prefix) == 0 && n.size() > 4 &&
+          n.compare(n.size() - 4, 4, ".tmp") == 0) {
+        RemoveFile(dir_ + "/" + n);
+      }
+    }
+  }
+  return info;
+}
+
+Result<CheckpointInfo> CheckpointManager::LoadLatest(Shard* shard) {
+  std::lock_guard<std::mutex> lock(mu_);
+  FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all,
+                         ListCheckpoints(dir_, index_));
+  if (all.empty()) {
+    return Status::NotFound("no checkpoint of shard " + std::to_string(index_) +
+                            " in " + dir_);
+  }
+  Status first_error;
+  std::string reasons;
+  for (CheckpointInfo& info : all) {
+    Status s = LoadCheckpoint(info.path, shard);
+    if (s.ok()) {
+      if (!first_error.ok()) {
+        FABPS_LOG(WARNING) << "loaded older checkpoint " << info.path
+                           << " after newer ones failed";
+      }
+      return info;
+    }
+    FABPS_LOG(WARNING) << "skipping checkpoint: " << s.ToString();
+    if (first_error.ok()) first_error = s;
+    reasons += (reasons.empty() ? "" : "; ") + s.message();
+  }
+  return Status(first_error.code(), "no loadable checkpoint of shard " +
+                                        std::to_string(index_) + ": " +
+                                        reasons);
+}
+
+}  // namespace fabps::pserver

@@ -1,0 +1,94 @@
+// Checkpoints of one shard: written while training goes on, verified
+// completely before anything is loaded.
+//
+// Writing snapshots the shard block by block, each under its block's lock
+// (applies of that block wait for one memcpy; nothing pauses globally), so
+// blocks may come from slightly different moments: the usual async-SGD
+// contract. Sync-mode partial sums are not saved; a loaded block restarts
+// its current step empty.
+//
+// File "<dir>/shard-<index>-<sequence, 20 digits>.ckpt", written to
+// "<dir>/.shard-<index>-<sequence>.ckpt.tmp", fsynced, renamed, directory
+// fsynced. Format version 1, little-endian:
+//   header  "FABPSCK1", u32 version, u32 shard index, u64 sequence,
+//           u64 unix time (ms), u64 layout length, layout (Layout::Encode),
+//           u32 block count, u32 CRC32C of the header bytes before it
+//   blocks  in ascending id order, each: u32 id, u32 dtype, u32 rule kind,
+//           u32 state slots, u64 elements, u64 update count, the values,
+//           then each state array, u32 CRC32C of the record before it
+//   footer  "FABPSEND", u32 block count, u64 file length, u32 CRC32C of the
+//           footer bytes before it
+// Every byte is covered by a CRC or checked against the layout, so a flipped
+// byte or a truncation anywhere is detected.
+//
+// Thread safety: WriteCheckpoint and LoadCheckpoint may run concurrently
+// with applies on the same shard. A CheckpointManager serializes its own
+// calls; two managers must not share (dir, shard index).
+#ifndef FABPS_PSERVER_CHECKPOINT_H_
+#define FABPS_PSERVER_CHECKPOINT_H_
+
+#include <cstdint>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "pserver/shard.h"
+
+namespace fabps::pserver {
+
+struct CheckpointInfo {
+  std::string path;
+  uint64_t sequence = 0;
+  uint32_t header_crc = 0;  // identifies the file (recorded in the store)
+  uint64_t bytes = 0;
+};
+
+// Writes a checkpoint of `shard` with `sequence` into `dir` (which must
+// exist). On error no file with the final name is created.
+Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
+                                       const std::string& dir,
+                                       uint64_t sequence);
+
+// Checks every CRC, length and field of the file at `path` against `shard`'s
+// layout, index and rules, reading it once without changing the shard.
+// Errors name the file and the failed check: Corruption for damaged or
+// truncated files; FailedPrecondition for a healthy file that does not fit
+// (another layout, shard index or update rule).
+Status VerifyCheckpoint(const std::string& path, const Shard& shard);
+
+// VerifyCheckpoint, then restores every block (values, optimizer state,
+// update count). On error before the restore pass the shard is unchanged.
+Status LoadCheckpoint(const std::string& path, Shard* shard);
+
+// Checkpoints of shard `index` in `dir`, newest (highest sequence) first.
+// Names that do not parse are ignored.
+Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
+                                                    uint32_t index);
+
+// Save with rotation, load with fallback.
+class CheckpointManager {
+ public:
+  // Keeps the newest `keep` (>= 1) checkpoints of shard `index` in `dir`.
+  CheckpointManager(std::string dir, uint32_t index, uint32_t keep);
+
+  // Writes the next sequence (newest on disk + 1), then removes older
+  // files beyond `keep` and stale temporary files of this shard.
+  Result<CheckpointInfo> Save(const Shard& shard);
+
+  // Loads the newest checkpoint that verifies; each one that fails is
+  // logged with its reason and the next older one is tried. NotFound when
+  // there is none; otherwise the newest failure's code with every file's
+  // reason in the message.
+  Result<CheckpointInfo> LoadLatest(Shard* shard);
+
+ private:
+  std::mutex mu_;
+  const std::string dir_;
+  const uint32_t index_;
+  const uint32_t keep_;
+};
+
+}  // namespace fabps::pserver
+
+#endif  // FABPS_PSERVER_CHECKPOINT_H_
