@@ -1,0 +1,194 @@
+// fabps-master: serves master.thrift's Master service for one job.
+//
+// Start-up: open the coordination store (--store, default local:<state-dir>),
+// replay the master journal (resuming any earlier master's state exactly),
+// serve on --host:--port (0 picks a free port), then publish "host:port"
+// under the store key master/addr and in --port-file. Shutdown on SIGTERM or
+// SIGINT. Leader election (several masters) is to come: it slots in before
+// the journal is loaded, and the lease it holds will fence journal writes.
+#include <signal.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <cstdio>
+#include <fstream>
+#include <memory>
+#include <string>
+
+#include "base/log.h"
+#include "coord/store.h"
+#include "master/clock.h"
+#include "master/master_service.h"
+#include "master/store_journal.h"
+#include "master/task_dispatcher.h"
+#include "thrift/rpc_server.h"
+
+namespace fabps::master {
+namespace {
+
+struct Flags {
+  std::string store;
+  std::string state_dir = "fabps-master-state";
+  std::string job = "default";
+  std::string host = "127.0.0.1";
+  int port = 0;
+  std::string port_file;
+  int worker_threads = 4;
+  DispatcherOptions dispatch;
+  int64_t expire_interval_ms = 100;
+};
+
+Status WriteFileAtomically(const std::string& path,
+                           const std::string& content) {
+  std::string tmp = path + ".tmp";
+  {
+    std::ofstream f(tmp, std::ios::trunc);
+    f << content;
+    if (!f.flush()) return Status::IOError("write " + tmp);
+  }
+  if (std::rename(tmp.c_str(), path.c_str()) != 0)
+    return PosixError("rename to " + path, errno);
+  return Status::OK();
+}
+
+int Run(const Flags& flags) {
+  SetLogTag("master");
+  // Signals are taken synchronously by the main loop; block them before any
+  // thread starts so every thread inherits the mask.
+  sigset_t signals;
+  sigemptyset(&signals);
+  sigaddset(&signals, SIGTERM);
+  sigaddset(&signals, SIGINT);
+  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+
+  coord::StoreOptions so;
+  so.spec = flags.store.empty() ? "local:" + flags.state_dir : flags.store;
+  so.job = flags.job;
+  auto store = coord::OpenStore(so);
+  if (!store.ok()) {
+    FABPS_LOG(ERROR) << "opening the store: " << store.status().ToString();
+    return 1;
+  }
+  StoreJournal journal(store->get());
+  SystemClock clock;
+  auto dispatcher = TaskDispatcher::Open(&journal, &clock, flags.dispatch);
+  if (!dispatcher.ok()) {
+    FABPS_LOG(ERROR) << "loading the master state: "
+                     << dispatcher.status().ToString();
+    return 1;
+  }
+  auto service = std::make_shared<MasterService>(dispatcher->get());
+  auto processor = std::make_shared<rpc::master::MasterProcessor>(service);
+  rpc::RpcServerOptions ro;
+  ro.host = flags.host;
+  ro.port = flags.port;
+  ro.worker_threads = flags.worker_threads;
+  auto server = rpc::RpcServer::Start(processor, ro);
+  if (!server.ok()) {
+    FABPS_LOG(ERROR) << "starting the RPC server: "
+                     << server.status().ToString();
+    return 1;
+  }
+  std::string addr = flags.host + ":" + std::to_string((*server)->port());
+  auto put = (*store)->Put("master/addr", addr, coord::kNoLease,
+                           (*store)->DefaultDeadline());
+  if (!put.ok()) {
+    FABPS_LOG(ERROR) << "publishing master/addr: " << put.status().ToString();
+    return 1;
+  }
+  if (!flags.port_file.empty()) {
+    Status s = WriteFileAtomically(flags.port_file,
+                                   std::to_string((*server)->port()) + "\n");
+    if (!s.ok()) {
+      FABPS_LOG(ERROR) << s.ToString();
+      return 1;
+    }
+  }
+  FABPS_LOG(INFO) << "serving job " << flags.job << " on " << addr << " (store "
+                  << (*store)->Describe() << ")";
+  std::printf("fabps-master listening on %s\n", addr.c_str());
+  std::fflush(stdout);
+
+  timespec tick{flags.expire_interval_ms / 1000,
+                (flags.expire_interval_ms % 1000) * 1000000};
+  while (true) {
+    int sig = sigtimedwait(&signals, nullptr, &tick);
+    if (sig == SIGTERM || sig == SIGINT) {
+      FABPS_LOG(INFO) << "signal " << sig << ": shutting down";
+      break;
+    }
+    Status s = (*dispatcher)->ExpireTimedOut();
+    if (!s.ok()) {
+      FABPS_LOG(WARNING) << "expiring timed-out tasks: " << s.ToString();
+    }
+  }
+  (*server)->Stop();
+  // Withdraw the address only if it is still ours.
+  auto txn = (*store)->Txn({coord::Compare::ValueEquals("master/addr", addr)},
+                           {coord::TxnOp::Delete("master/addr")}, {},
+                           (*store)->DefaultDeadline());
+  if (!txn.ok()) {
+    FABPS_LOG(WARNING) << "withdrawing master/addr: "
+                       << txn.status().ToString();
+  }
+  return 0;
+}
+
+}  // namespace
+}  // namespace fabps::master
+
+int main(int argc, char** argv) {
+  fabps::master::Flags f;
+  CLI::App app("fabps master: hands out a recordio dataset as tasks",
+               "fabps-master");
+  app.add_option("--store", f.store,
+                 "coordination store: local:/dir or etcd:http://host:port,...");
+  app.add_option("--state-dir", f.state_dir,
+                 "directory of the local store when --store is not given");
+  app.add_option("--job", f.job, "job name ([A-Za-z0-9._-]{1,64})");
+  app.add_option("--host", f.host, "address to listen on");
+  app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", f.port_file,
+                 "write the chosen port here once listening");
+  app.add_option("--worker-threads", f.worker_threads, "RPC worker threads")
+      ->check(CLI::Range(1, 256));
+  app.add_option("--chunks-per-task", f.dispatch.chunks_per_task,
+                 "recordio chunks per task")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--task-timeout", f.dispatch.task_timeout_ms,
+                 "milliseconds before a pending task is handed out again")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
+  app.add_option(
+         "--task-failure-max", f.dispatch.task_failure_max,
+         "failures and timeouts a task may have before it goes to failed")
+      ->check(CLI::Range(0, 1000));
+  app.add_flag("--adaptive-timeout", f.dispatch.adaptive_timeout,
+               "timeout = max(--adaptive-timeout-min, factor * moving average "
+               "of task durations)");
+  app.add_option("--adaptive-timeout-factor", f.dispatch.adaptive_factor)
+      ->check(CLI::Range(1.0, 1000.0));
+  app.add_option("--adaptive-timeout-min", f.dispatch.adaptive_min_ms,
+                 "milliseconds")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
+  app.add_option("--compact-every", f.dispatch.compact_every,
+                 "journal records between snapshots")
+      ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
+  app.add_option("--expire-interval-ms", f.expire_interval_ms,
+                 "how often pending deadlines are checked")
+      ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+  try {
+    app.parse(argc, argv);
+  } catch (const CLI::CallForHelp& e) {
+    return app.exit(e);
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "fabps-master: %s\n", e.what());
+    return 2;
+  }
+  fabps::Status job = fabps::coord::ValidateJobName(f.job);
+  if (!job.ok()) {
+    std::fprintf(stderr, "fabps-master: --job: %s\n", job.message().c_str());
+    return 2;
+  }
+  return fabps::master::Run(f);
+}

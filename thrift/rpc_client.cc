@@ -1,0 +1,141 @@
+#include "thrift/rpc_client.h"
+
+#include <thrift/TApplicationException.h>
+#include <thrift/TConfiguration.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/protocol/TProtocolException.h>
+#include <thrift/transport/TBufferTransports.h>
+#include <thrift/transport/TSocket.h>
+#include <thrift/transport/TTransportException.h>
+
+#include <algorithm>
+#include <chrono>
+#include <random>
+#include <thread>
+
+namespace fabps::rpc {
+
+using apache::thrift::TApplicationException;
+using apache::thrift::TConfiguration;
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::protocol::TProtocolException;
+using apache::thrift::transport::TFramedTransport;
+using apache::thrift::transport::TSocket;
+using apache::thrift::transport::TTransportException;
+
+Status ParseHostPort(const std::string& address, RpcClientOptions* options) {
+  auto colon = address.rfind(':');
+  if (colon == std::string::npos || colon == 0 || colon + 1 == address.size()) {
+    return Status::InvalidArgument("address '" + address +
+                                   "' is not host:port");
+  }
+  std::string port = address.substr(colon + 1);
+  if (port.size() > 5 ||
+      port.find_first_not_of("0123456789") != std::string::npos) {
+    return Status::InvalidArgument("address '" + address + "' has a bad port");
+  }
+  int p = std::stoi(port);
+  if (p < 1 || p > 65535)
+    return Status::InvalidArgument("port must be in [1, 65535]");
+  options->host = address.substr(0, colon);
+  options->port = p;
+  return Status::OK();
+}
+
+Status ThriftErrorToStatus(const std::exception& e,
+                           const std::string& context) {
+  std::string msg = context + ": " + e.what();
+  if (auto* t = dynamic_cast<const TTransportException*>(&e)) {
+    switch (t->getType()) {
+      case TTransportException::TIMED_OUT:
+        return Status::TimedOut(msg);
+      case TTransportException::NOT_OPEN:
+      case TTransportException::END_OF_FILE:
+      case TTransportException::INTERRUPTED:
+        return Status::Unavailable(msg);
+      case TTransportException::CORRUPTED_DATA:
+        return Status::Corruption(msg);
+      default:
+        return Status::Unavailable(msg);
+    }
+  }
+  if (dynamic_cast<const TProtocolException*>(&e) != nullptr)
+    return Status::Corruption(msg);
+  if (auto* a = dynamic_cast<const TApplicationException*>(&e)) {
+    if (a->getType() == TApplicationException::UNKNOWN_METHOD)
+      return Status::Unimplemented(msg);
+    return Status::IOError(msg);
+  }
+  return Status::IOError(msg);
+}
+
+bool ThriftErrorBreaksConnection(const std::exception& e) {
+  return dynamic_cast<const TTransportException*>(&e) != nullptr ||
+         dynamic_cast<const TProtocolException*>(&e) != nullptr ||
+         dynamic_cast<const TApplicationException*>(&e) != nullptr;
+}
+
+Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
+  if (options.port < 1 || options.port > 65535) {
+    return Status::InvalidArgument("port must be in [1, 65535]");
+  }
+  std::string where = options.host + ":" + std::to_string(options.port);
+  try {
+    auto config = std::make_shared<TConfiguration>(
+        static_cast<int>(std::min<size_t>(options.max_frame_bytes, INT32_MAX)),
+        static_cast<int>(std::min<size_t>(options.max_frame_bytes, INT32_MAX)));
+    auto socket = std::make_shared<TSocket>(options.host, options.port, config);
+    socket->setConnTimeout(options.connect_timeout_ms);
+    socket->setSendTimeout(options.send_timeout_ms);
+    socket->setRecvTimeout(options.recv_timeout_ms);
+    socket->setNoDelay(true);
+    FramedChannel ch;
+    ch.transport = std::make_shared<TFramedTransport>(socket, config);
+    ch.protocol = std::make_shared<TBinaryProtocol>(ch.transport);
+    ch.transport->open();
+    return ch;
+  } catch (const std::exception& e) {
+    return ThriftErrorToStatus(e, "connect to " + where);
+  }
+}
+
+void CloseChannel(FramedChannel* channel) {
+  if (channel->transport) {
+    try {
+      channel->transport->close();
+    } catch (...) {
+    }
+  }
+  channel->transport.reset();
+  channel->protocol.reset();
+}
+
+bool IsRetryable(const Status& s) {
+  return s.code() == Status::Code::kUnavailable ||
+         s.code() == Status::Code::kTimedOut;
+}
+
+Status RetryWithBackoff(const RetryOptions& options,
+                        const std::function<Status()>& fn) {
+  thread_local std::mt19937_64 rng(std::random_device{}());
+  int64_t backoff = std::max<int64_t>(1, options.initial_backoff_ms);
+  Status s = Status::TimedOut("no attempt made before the deadline");
+  for (int attempt = 0; attempt < std::max(1, options.max_attempts);
+       ++attempt) {
+    if (attempt > 0) {
+      int64_t sleep_ms =
+          backoff / 2 +
+          static_cast<int64_t>(rng() % static_cast<uint64_t>(backoff / 2 + 1));
+      sleep_ms = std::min(sleep_ms, options.deadline.RemainingMs());
+      std::this_thread::sleep_for(std::chrono::milliseconds(sleep_ms));
+      backoff =
+          std::min(backoff * 2, std::max<int64_t>(1, options.max_backoff_ms));
+    }
+    if (options.deadline.Expired()) break;
+    s = fn();
+    if (s.ok() || !IsRetryable(s)) return s;
+  }
+  return s;
+}
+
+}  // namespace fabps::rpc
