@@ -1,0 +1,180 @@
+// MasterClient against a real fabps-master process.
+#include "trainer/master_client.h"
+
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "recordio/reader.h"
+#include "tests/master/master_process.h"
+#include "tests/master/test_dataset.h"
+
+namespace fabps::trainer {
+namespace {
+
+using testing::MasterProcess;
+
+class MasterClientTest : public ::testing::Test {
+ protected:
+  void StartMaster(const std::vector<std::string>& extra) {
+    auto m = MasterProcess::Start(dir_.File("state"), dir_.File("master.log"),
+                                  extra);
+    ASSERT_TRUE(m.ok()) << m.status().ToString();
+    master_ = std::move(m).value();
+  }
+  std::unique_ptr<MasterClient> NewClient(const std::string& id) {
+    MasterClientOptions o;
+    o.master_address = master_.address();
+    o.trainer_id = id;
+    o.wait_for_task_ms = 60'000;
+    auto c = MasterClient::Create(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  }
+  void TearDown() override {
+    if (HasFailure()) {
+      std::fprintf(stderr, "%s\n",
+                   testing::ReadFileOrEmpty(dir_.File("master.log")).c_str());
+    }
+  }
+  // Reads the rest of the pass; false on error (reported).
+  static bool ReadPass(MasterClient* c, std::vector<std::string>* out,
+                       size_t limit = SIZE_MAX) {
+    std::string_view rec;
+    while (out->size() < limit) {
+      auto more = c->NextRecord(&rec);
+      EXPECT_TRUE(more.ok()) << more.status().ToString();
+      if (!more.ok()) return false;
+      if (!more.value()) break;
+      out->emplace_back(rec);
+    }
+    return true;
+  }
+
+  testing::TempDir dir_;
+  MasterProcess master_;
+};
+
+TEST_F(MasterClientTest, SeveralTrainersReadEveryRecordOncePerPass) {
+  std::string glob =
+      testing::MakeDataset(dir_.path(), 3, 4, 10);  // 120 records
+  StartMaster({"--chunks-per-task", "2"});
+  std::mutex mu;
+  std::map<int64_t, std::map<std::string, int>> seen;
+  auto trainer = [&](int id) {
+    auto c = NewClient("trainer-" + std::to_string(id));
+    ASSERT_NE(c, nullptr);
+    ASSERT_TRUE(c->SetDataset({glob}).ok());
+    for (int64_t pass = 0; pass < 2; ++pass) {
+      ASSERT_TRUE(c->StartGetRecords(pass).ok());
+      std::vector<std::string> records;
+      ASSERT_TRUE(ReadPass(c.get(), &records));
+      std::lock_guard<std::mutex> l(mu);
+      for (const auto& r : records) ++seen[pass][r];
+    }
+  };
+  std::vector<std::thread> threads;
+  for (int i = 0; i < 3; ++i) threads.emplace_back(trainer, i);
+  for (auto& t : threads) t.join();
+  ASSERT_EQ(seen.size(), 2u);
+  for (const auto& [pass, records] : seen) {
+    EXPECT_EQ(records.size(), 120u) << "pass " << pass;
+    for (const auto& [r, n] : records) EXPECT_EQ(n, 1) << r;
+  }
+  auto c = NewClient("observer");
+  auto st = c->GetStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->pass, 2);
+  EXPECT_EQ(st->trainers.size(), 3u);
+  EXPECT_EQ(st->failed, 0);
+}
+
+TEST_F(MasterClientTest, UnreadableChunkIsReportedFailedAndSkipped) {
+  std::string glob =
+      testing::MakeDataset(dir_.path(), 2, 3, 5);  // 6 chunks, 30 records
+  StartMaster({"--chunks-per-task", "1", "--task-failure-max", "0"});
+  auto c = NewClient("t0");
+  ASSERT_TRUE(c->SetDataset({glob}).ok());
+  // Damage the second chunk of data-1 after the master indexed the files.
+  auto refs = recordio::IndexFile(dir_.File("data-1"));
+  ASSERT_TRUE(refs.ok());
+  int fd = ::open(dir_.File("data-1").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  char b = 0;
+  ASSERT_EQ(::pwrite(fd, &b, 1,
+                     static_cast<off_t>((*refs)[1].offset +
+                                        recordio::kHeaderSize + 3)),
+            1);
+  ::close(fd);
+  ASSERT_TRUE(c->StartGetRecords(0).ok());
+  std::vector<std::string> records;
+  ASSERT_TRUE(ReadPass(c.get(), &records));
+  EXPECT_EQ(records.size(), 25u);
+  for (const auto& r : records)
+    EXPECT_EQ(r.find("f1-c1-"), std::string::npos) << r;
+  EXPECT_EQ(c->tasks_reported_failed(), 1);
+  auto st = c->GetStatus();
+  ASSERT_TRUE(st.ok());
+  EXPECT_EQ(st->failed, 1);
+  EXPECT_EQ(st->pass, 1);
+}
+
+TEST_F(MasterClientTest, MasterKilledMidPassIsRiddenOutThroughTheStore) {
+  std::string glob = testing::MakeDataset(dir_.path(), 2, 5, 4);  // 40 records
+  std::string store = "local:" + dir_.File("store");
+  std::vector<std::string> flags = {"--chunks-per-task", "1", "--store", store};
+  StartMaster(flags);
+  MasterClientOptions o;
+  o.store_spec = store;
+  o.job = "test";
+  o.trainer_id = "t0";
+  auto c = MasterClient::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->SetDataset({glob}).ok());
+  ASSERT_TRUE((*c)->StartGetRecords(0).ok());
+  std::vector<std::string> records;
+  ASSERT_TRUE(ReadPass(c->get(), &records, 14));
+  master_.proc.Kill();
+  StartMaster(flags);  // a new port, published under master/addr
+  ASSERT_TRUE(ReadPass(c->get(), &records));
+  std::map<std::string, int> count;
+  for (const auto& r : records) ++count[r];
+  EXPECT_EQ(count.size(), 40u);
+  for (const auto& [r, n] : count) EXPECT_EQ(n, 1) << r;
+}
+
+TEST(MasterClientOptions, BadOptionsRejected) {
+  MasterClientOptions o;
+  EXPECT_EQ(MasterClient::Create(o).status().code(),
+            Status::Code::kInvalidArgument);
+  o.master_address = "nohostport";
+  EXPECT_EQ(MasterClient::Create(o).status().code(),
+            Status::Code::kInvalidArgument);
+  o.master_address = "127.0.0.1:1";
+  o.rpc_timeout_ms = 0;
+  EXPECT_EQ(MasterClient::Create(o).status().code(),
+            Status::Code::kInvalidArgument);
+  o.rpc_timeout_ms = 100;
+  auto c = MasterClient::Create(o);
+  ASSERT_TRUE(c.ok());
+  std::string_view rec;
+  EXPECT_EQ((*c)->NextRecord(&rec).status().code(),
+            Status::Code::kFailedPrecondition);
+}
+
+TEST(MasterClientOptions, UnreachableMasterIsUnavailableAfterRetries) {
+  MasterClientOptions o;
+  o.master_address = "127.0.0.1:" + std::to_string(testing::FreeTcpPort());
+  o.rpc_timeout_ms = 200;
+  o.rpc_retry_ms = 300;
+  auto c = MasterClient::Create(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->SetDataset({"/x"}).code(), Status::Code::kUnavailable);
+}
+
+}  // namespace
+}  // namespace fabps::trainer
