@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "pserver/checkpoint.h"
 #include "pserver/shard.h"
 #include "tests/pserver/test_util.h"
 
@@ -165,6 +166,50 @@ TEST(Concurrency, SyncModeTrainersRunAhead) {
     EXPECT_EQ(shard->UpdateCount(b).value(), kSteps);
     std::vector<double> v = ValuesOf(*shard, b);
     EXPECT_EQ(v, std::vector<double>(v.size(), -per_step * kSteps)) << b;
+  }
+}
+
+// Checkpoints taken while gradients keep arriving: every block in every
+// file is a consistent snapshot (all its elements equal -update_count,
+// since every gradient is all ones and lr is 1), and every file loads.
+TEST(Concurrency, CheckpointWhileTraining) {
+  auto shard = MakeShard(ApplyMode::kAsync, 1);
+  ASSERT_NE(shard, nullptr);
+  Grads ones(*shard, 1.0);
+  const uint32_t nblocks = shard->layout().num_blocks();
+  testing::TempDir dir;
+  CheckpointManager manager(dir.path(), 0, 10);
+  std::atomic<bool> stop{false};
+  std::thread trainer([&] {
+    while (!stop.load()) {
+      for (uint32_t b = 0; b < nblocks; ++b) {
+        ASSERT_TRUE(
+            shard
+                ->ApplyAsync(ones.Ref(b),
+                             [](const Status& st) { EXPECT_TRUE(st.ok()); })
+                .ok());
+      }
+      ASSERT_TRUE(shard->WaitIdle(Soon()).ok());
+    }
+  });
+  std::vector<CheckpointInfo> saved;
+  for (int i = 0; i < 3; ++i) {
+    auto info = manager.Save(*shard);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    saved.push_back(*info);
+  }
+  stop.store(true);
+  trainer.join();
+  for (const CheckpointInfo& info : saved) {
+    auto restored = MakeShard(ApplyMode::kAsync, 1);
+    ASSERT_NE(restored, nullptr);
+    ASSERT_TRUE(LoadCheckpoint(info.path, restored.get()).ok()) << info.path;
+    for (uint32_t b = 0; b < nblocks; ++b) {
+      double count = static_cast<double>(restored->UpdateCount(b).value());
+      std::vector<double> v = ValuesOf(*restored, b);
+      EXPECT_EQ(v, std::vector<double>(v.size(), -count))
+          << info.path << " block " << b;
+    }
   }
 }
 
