@@ -51,3 +51,21 @@ TEST(Result, ValueOrError) {
 
 }  // namespace
 }  // namespace fabps
+
+#include "base/hex.h"
+
+namespace fabps {
+namespace {
+
+TEST(Hex, RoundTripAndRejects) {
+  std::string bytes("\x00\x01\xfe\xff\x7f", 5);
+  EXPECT_EQ(HexEncode(bytes), "0001feff7f");
+  auto back = HexDecode("0001FEff7f");
+  ASSERT_TRUE(back.ok());
+  EXPECT_EQ(*back, bytes);
+  EXPECT_FALSE(HexDecode("abc").ok());
+  EXPECT_FALSE(HexDecode("zz").ok());
+}
+
+}  // namespace
+}  // namespace fabps

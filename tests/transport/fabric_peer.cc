@@ -1,0 +1,73 @@
+// A passive fabric peer for tests that need a real second process: opens the
+// provider, registers a buffer, writes "<address hex> <region hex>" to the
+// file named by --out (atomically), then serves RMA and counts immediate
+// data until SIGTERM or SIGKILL.
+#include <signal.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <fstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/hex.h"
+#include "transport/fabric.h"
+
+namespace {
+std::atomic<bool> g_stop{false};
+void OnSignal(int) { g_stop = true; }
+}  // namespace
+
+int main(int argc, char** argv) {
+  std::string provider = "tcp;ofi_rxm", out;
+  size_t size = size_t{64} << 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    std::string k = argv[i], v = argv[i + 1];
+    if (k == "--provider") provider = v;
+    else if (k == "--out") out = v;
+    else if (k == "--size") size = std::stoull(v);
+    else {
+      std::fprintf(stderr, "fabric_peer: unknown flag %s\n", k.c_str());
+      return 2;
+    }
+  }
+  if (out.empty()) {
+    std::fprintf(stderr, "fabric_peer: --out FILE is required\n");
+    return 2;
+  }
+  signal(SIGTERM, OnSignal);
+  fabps::transport::FabricOptions o;
+  o.provider = provider;
+  if (provider != "shm") o.interface_address = "127.0.0.1";
+  auto fabric = fabps::transport::OpenFabric(o);
+  if (!fabric.ok()) {
+    std::fprintf(stderr, "fabric_peer: %s\n", fabric.status().ToString().c_str());
+    return 1;
+  }
+  auto ep = (*fabric)->CreateEndpoint(fabps::transport::ProgressMode::kThread);
+  if (!ep.ok()) {
+    std::fprintf(stderr, "fabric_peer: %s\n", ep.status().ToString().c_str());
+    return 1;
+  }
+  std::vector<char> buf(size);
+  auto mr = (*fabric)->Register(buf.data(), buf.size());
+  if (!mr.ok()) {
+    std::fprintf(stderr, "fabric_peer: %s\n", mr.status().ToString().c_str());
+    return 1;
+  }
+  std::atomic<uint64_t> imms{0};
+  (*ep)->SetImmediateHandler([&](const fabps::transport::ImmediateEvent&) { imms++; });
+  {
+    std::ofstream f(out + ".tmp");
+    f << fabps::HexEncode((*ep)->address()) << " " << fabps::HexEncode((*mr)->remote().Serialize())
+      << "\n";
+  }
+  if (std::rename((out + ".tmp").c_str(), out.c_str()) != 0) return 1;
+  while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  std::printf("fabric_peer: %llu immediate events\n", static_cast<unsigned long long>(imms.load()));
+  return 0;
+}
