@@ -13,6 +13,7 @@
 #define FABPS_MASTER_JOURNAL_H_
 
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -30,9 +31,11 @@ class Journal {
   // Reads everything; Corruption when the stored data is inconsistent (a gap
   // in the sequence, a part missing, a checksum failing).
   virtual Result<JournalContents> Load() = 0;
-  // Durably records one change. On error the change may or may not be
-  // stored; the caller must not acknowledge it.
-  virtual Status Append(const std::string& change) = 0;
+  // Durably records `changes`, in order, atomically (all or none) and at the
+  // cost of one store write. On error they may or may not be stored; the
+  // caller must not acknowledge them and must Load again before appending.
+  virtual Status AppendBatch(const std::vector<std::string>& changes) = 0;
+  Status Append(const std::string& change) { return AppendBatch({change}); }
   // Stores `snapshot` as covering every change appended so far and deletes
   // those changes.
   virtual Status Compact(const std::string& snapshot) = 0;
@@ -47,14 +50,16 @@ class MemoryJournal : public Journal {
     since_compaction_ = contents_.changes.size();
     return contents_;
   }
-  Status Append(const std::string& change) override {
+  Status AppendBatch(const std::vector<std::string>& changes) override {
     if (!fail_next_.ok()) {
       Status s = fail_next_;
       fail_next_ = Status::OK();
       return s;
     }
-    contents_.changes.push_back(change);
-    ++since_compaction_;
+    contents_.changes.insert(contents_.changes.end(), changes.begin(),
+                             changes.end());
+    since_compaction_ += changes.size();
+    ++batches_;
     return Status::OK();
   }
   Status Compact(const std::string& snapshot) override {
@@ -68,11 +73,13 @@ class MemoryJournal : public Journal {
   // Test hooks.
   JournalContents& contents() { return contents_; }
   void FailNextAppend(Status s) { fail_next_ = std::move(s); }
+  size_t batches() const { return batches_; }
 
  private:
   JournalContents contents_;
   size_t since_compaction_ = 0;
   Status fail_next_;
+  size_t batches_ = 0;
 };
 
 }  // namespace fabps::master

@@ -163,25 +163,37 @@ Result<JournalContents> StoreJournal::Load() {
   return contents;
 }
 
-Status StoreJournal::Append(const std::string& change) {
+Status StoreJournal::AppendBatch(const std::vector<std::string>& changes) {
   if (!loaded_)
     return Status::FailedPrecondition("master journal: Append before Load");
-  uint64_t seq = next_seq_;
-  std::string value;
-  if (change.size() + 1 <= kPartBytes) {
-    value = "I" + change;
-  } else {
-    FABPS_ASSIGN_OR_RETURN(std::string header,
-                           PutParts(kPartsPrefix + Seq(seq) + "/", change));
-    value = "P" + header;
+  if (changes.empty()) return Status::OK();
+  if (changes.size() > kMaxBatch) {
+    return Status::InvalidArgument("master journal: batch of more than " +
+                                   std::to_string(kMaxBatch) + " records");
   }
-  auto r = store_->Put(kJournalPrefix + Seq(seq), value, coord::kNoLease,
-                       store_->DefaultDeadline());
-  if (!r.ok())
+  uint64_t seq = next_seq_;
+  std::vector<coord::TxnOp> ops;
+  ops.reserve(changes.size());
+  for (const std::string& change : changes) {
+    std::string value;
+    if (change.size() + 1 <= kPartBytes) {
+      value = "I" + change;
+    } else {
+      FABPS_ASSIGN_OR_RETURN(std::string header,
+                             PutParts(kPartsPrefix + Seq(seq) + "/", change));
+      value = "P" + header;
+    }
+    ops.push_back(
+        coord::TxnOp::Put(kJournalPrefix + Seq(seq), std::move(value)));
+    ++seq;
+  }
+  auto r = store_->Txn({}, ops, {}, store_->DefaultDeadline());
+  if (!r.ok()) {
     return r.status().WithContext("master journal: append " +
-                                  std::to_string(seq));
-  ++next_seq_;
-  ++since_compaction_;
+                                  std::to_string(next_seq_));
+  }
+  next_seq_ = seq;
+  since_compaction_ += changes.size();
   return Status::OK();
 }
 

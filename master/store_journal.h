@@ -8,7 +8,9 @@
 //                                     generation, part count, size, CRC32C
 //   master/snapshot/<gen>/<i>         the snapshot's parts
 // Every value stays under kPartBytes, well inside etcd's request limit, so
-// one Append is one or a few small Puts whatever the number of tasks.
+// appending a change is one small write whatever the number of tasks; a
+// batch of changes is one Txn (at most kMaxBatch records, inside etcd's
+// default limit of 128 operations per Txn).
 // Compact writes the new snapshot's parts under a fresh generation, then in
 // one Txn puts the head and deletes the journal, the large-change parts and
 // the previous generation: a crash leaves either the old head with its
@@ -34,11 +36,13 @@ namespace fabps::master {
 class StoreJournal : public Journal {
  public:
   static constexpr size_t kPartBytes = 512 << 10;
+  static constexpr size_t kMaxBatch = 64;
 
   explicit StoreJournal(coord::Store* store) : store_(store) {}
 
   Result<JournalContents> Load() override;
-  Status Append(const std::string& change) override;
+  // One Txn putting every record (large ones' parts are put first).
+  Status AppendBatch(const std::vector<std::string>& changes) override;
   Status Compact(const std::string& snapshot) override;
   size_t changes_since_compaction() const override { return since_compaction_; }
 

@@ -9,9 +9,39 @@
 namespace fabps::master {
 namespace {
 constexpr size_t kMaxTrainerIdBytes = 256;
+// Records per journal batch (StoreJournal::kMaxBatch).
+constexpr size_t kMaxBatchRecords = 64;
 constexpr size_t kMaxTrainersTracked = 100'000;
 constexpr int64_t kMaxSaveBlockMs = 24 * 3600 * 1000;
 }  // namespace
+
+// Rebuilds the queues from the journal's snapshot and records, validating
+// each record against the state before it.
+static Result<TaskQueues> Replay(Journal* journal) {
+  FABPS_ASSIGN_OR_RETURN(JournalContents contents, journal->Load());
+  TaskQueues queues;
+  if (!contents.snapshot.empty()) {
+    auto q = TaskQueues::DecodeSnapshot(contents.snapshot);
+    if (!q.ok()) return q.status().WithContext("master state");
+    queues = std::move(q).value();
+  }
+  for (size_t i = 0; i < contents.changes.size(); ++i) {
+    auto c = DecodeChange(contents.changes[i]);
+    Status s = c.ok() ? queues.Apply(*c) : c.status();
+    if (!s.ok()) {
+      return Status::Corruption("master journal record " + std::to_string(i) +
+                                " after the snapshot: " + s.ToString());
+    }
+  }
+  if (!contents.snapshot.empty() || !contents.changes.empty()) {
+    FABPS_LOG(INFO) << "master state loaded: pass " << queues.pass()
+                    << ", todo " << queues.todo_size() << ", pending "
+                    << queues.pending_size() << ", done " << queues.done_size()
+                    << ", failed " << queues.failed_size() << " ("
+                    << contents.changes.size() << " journal records replayed)";
+  }
+  return queues;
+}
 
 Result<std::unique_ptr<TaskDispatcher>> TaskDispatcher::Open(
     Journal* journal, Clock* clock, const DispatcherOptions& options) {
@@ -21,42 +51,107 @@ Result<std::unique_ptr<TaskDispatcher>> TaskDispatcher::Open(
   }
   std::unique_ptr<TaskDispatcher> d(
       new TaskDispatcher(journal, clock, options));
-  FABPS_ASSIGN_OR_RETURN(JournalContents contents, journal->Load());
-  if (!contents.snapshot.empty()) {
-    auto q = TaskQueues::DecodeSnapshot(contents.snapshot);
-    if (!q.ok()) return q.status().WithContext("master state");
-    d->queues_ = std::move(q).value();
-  }
-  for (size_t i = 0; i < contents.changes.size(); ++i) {
-    auto c = DecodeChange(contents.changes[i]);
-    Status s = c.ok() ? d->queues_.Apply(*c) : c.status();
-    if (!s.ok()) {
-      return Status::Corruption("master journal record " + std::to_string(i) +
-                                " after the snapshot: " + s.ToString());
-    }
-  }
-  if (!contents.snapshot.empty() || !contents.changes.empty()) {
-    FABPS_LOG(INFO) << "master state resumed: pass " << d->queues_.pass()
-                    << ", todo " << d->queues_.todo_size() << ", pending "
-                    << d->queues_.pending_size() << ", done "
-                    << d->queues_.done_size() << ", failed "
-                    << d->queues_.failed_size() << " ("
-                    << contents.changes.size() << " journal records replayed)";
-  }
+  FABPS_ASSIGN_OR_RETURN(d->queues_, Replay(journal));
   return d;
 }
 
-Status TaskDispatcher::CommitLocked(const Change& c) {
-  FABPS_RETURN_IF_ERROR(journal_->Append(EncodeChange(c)));
+void TaskDispatcher::StageLocked(const Change& c) {
   Status s = queues_.Apply(c);
   FABPS_CHECK_MSG(s.ok(), "a decided change did not apply: " << s.ToString());
-  if (journal_->changes_since_compaction() >= options_.compact_every) {
-    Status cs = journal_->Compact(queues_.EncodeSnapshot());
-    if (!cs.ok()) {
-      FABPS_LOG(WARNING) << "journal compaction failed (will retry): "
-                         << cs.ToString();
+  unwritten_.push_back(EncodeChange(c));
+  ++staged_;
+}
+
+Status TaskDispatcher::FlushOneLocked() {
+  std::vector<std::string> batch;
+  while (!unwritten_.empty() && batch.size() < kMaxBatchRecords) {
+    batch.push_back(std::move(unwritten_.front()));
+    unwritten_.pop_front();
+  }
+  Status s = journal_->AppendBatch(batch);
+  if (!s.ok()) return s;
+  durable_ += batch.size();
+  return Status::OK();
+}
+
+Status TaskDispatcher::AwaitDurableLocked(Lock& l) {
+  const uint64_t target = staged_;
+  const uint64_t generation = generation_;
+  while (durable_ < target) {
+    if (generation_ != generation) {
+      return broken_.ok() ? Status::Unavailable(
+                                "master state was reloaded after a store error")
+                          : broken_;
+    }
+    if (flushing_) {
+      durable_cv_.wait(l);
+      continue;
+    }
+    // This call writes the batch; others stage more meanwhile.
+    flushing_ = true;
+    std::vector<std::string> batch;
+    while (!unwritten_.empty() && batch.size() < kMaxBatchRecords) {
+      batch.push_back(std::move(unwritten_.front()));
+      unwritten_.pop_front();
+    }
+    l.unlock();
+    Status s = journal_->AppendBatch(batch);
+    l.lock();
+    flushing_ = false;
+    if (s.ok()) {
+      durable_ += batch.size();
+      MaybeCompactLocked();
+    } else {
+      FABPS_LOG(WARNING) << "journal write failed; the state will be reloaded: "
+                         << s.ToString();
+      broken_ = s;
+      ++generation_;
+    }
+    durable_cv_.notify_all();
+  }
+  return Status::OK();
+}
+
+void TaskDispatcher::MaybeCompactLocked() {
+  if (!broken_.ok() ||
+      journal_->changes_since_compaction() + unwritten_.size() <
+          options_.compact_every) {
+    return;
+  }
+  // Holding mu_, nothing new is staged: write what is queued, and the
+  // snapshot then covers exactly the journal.
+  while (!unwritten_.empty()) {
+    Status s = FlushOneLocked();
+    if (!s.ok()) {
+      FABPS_LOG(WARNING) << "journal write failed; the state will be reloaded: "
+                         << s.ToString();
+      broken_ = s;
+      ++generation_;
+      return;
     }
   }
+  Status cs = journal_->Compact(queues_.EncodeSnapshot());
+  if (!cs.ok()) {
+    FABPS_LOG(WARNING) << "journal compaction failed (will retry): "
+                       << cs.ToString();
+  }
+}
+
+Status TaskDispatcher::RecoverLocked(Lock& l) {
+  if (broken_.ok()) return Status::OK();
+  while (flushing_) durable_cv_.wait(l);
+  auto q = Replay(journal_);
+  if (!q.ok()) {
+    return Status::Unavailable(
+        "master state must be reloaded after a store error (" +
+        broken_.ToString() +
+        ") and reloading failed: " + q.status().ToString());
+  }
+  queues_ = std::move(q).value();
+  unwritten_.clear();
+  durable_ = staged_;
+  broken_ = Status::OK();
+  FABPS_LOG(INFO) << "master state reloaded from the journal";
   return Status::OK();
 }
 
@@ -77,7 +172,7 @@ Status TaskDispatcher::MaybeEndPassLocked() {
   Change c;
   c.type = Change::Type::kNewPass;
   c.pass = queues_.pass() + 1;
-  FABPS_RETURN_IF_ERROR(CommitLocked(c));
+  StageLocked(c);
   FABPS_LOG(INFO) << "pass " << c.pass - 1 << " finished; pass " << c.pass
                   << " starts";
   return Status::OK();
@@ -92,7 +187,7 @@ Status TaskDispatcher::FailLocked(uint64_t id, bool timed_out) {
   c.timed_out = timed_out;
   c.to_failed =
       static_cast<int64_t>(rt.failures) + 1 > options_.task_failure_max;
-  FABPS_RETURN_IF_ERROR(CommitLocked(c));
+  StageLocked(c);
   FABPS_LOG(INFO) << "task " << id << " epoch " << c.epoch
                   << (timed_out ? " timed out" : " failed") << "; "
                   << (c.to_failed ? "moved to failed" : "back to todo");
@@ -107,14 +202,18 @@ Status TaskDispatcher::ExpireLocked(int64_t now_ms) {
 }
 
 Status TaskDispatcher::ExpireTimedOut() {
-  std::lock_guard<std::mutex> l(mu_);
-  return ExpireLocked(clock_->NowMs());
+  Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
+  FABPS_RETURN_IF_ERROR(ExpireLocked(clock_->NowMs()));
+  return AwaitDurableLocked(l);
 }
 
 Status TaskDispatcher::SetDataset(const std::vector<std::string>& globs) {
   {
-    std::lock_guard<std::mutex> l(mu_);
+    Lock l(mu_);
+    FABPS_RETURN_IF_ERROR(RecoverLocked(l));
     if (queues_.has_dataset()) {
+      FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
       if (queues_.globs() == globs) return Status::OK();
       return Status::FailedPrecondition(
           "the dataset is already set to a different set of globs");
@@ -123,88 +222,102 @@ Status TaskDispatcher::SetDataset(const std::vector<std::string>& globs) {
   // Indexing reads files: done without the lock, then re-checked.
   FABPS_ASSIGN_OR_RETURN(auto tasks,
                          BuildTasks(globs, options_.chunks_per_task));
-  std::lock_guard<std::mutex> l(mu_);
-  if (queues_.has_dataset()) {
-    if (queues_.globs() == globs) return Status::OK();
-    return Status::FailedPrecondition(
-        "the dataset is already set to a different set of globs");
+  Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
+  if (!queues_.has_dataset()) {
+    Change c;
+    c.type = Change::Type::kSetDataset;
+    c.globs = globs;
+    c.tasks = std::move(tasks);
+    StageLocked(c);
+    FABPS_LOG(INFO) << "dataset set: " << queues_.num_tasks() << " tasks";
   }
-  Change c;
-  c.type = Change::Type::kSetDataset;
-  c.globs = globs;
-  c.tasks = std::move(tasks);
-  FABPS_RETURN_IF_ERROR(CommitLocked(c));
-  FABPS_LOG(INFO) << "dataset set: " << queues_.num_tasks() << " tasks";
-  return Status::OK();
+  FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
+  if (queues_.globs() == globs) return Status::OK();
+  return Status::FailedPrecondition(
+      "the dataset is already set to a different set of globs");
 }
 
 Result<GetTaskReply> TaskDispatcher::GetTask(int64_t pass,
                                              const std::string& trainer_id) {
-  if (trainer_id.size() > kMaxTrainerIdBytes)
+  if (trainer_id.size() > kMaxTrainerIdBytes) {
     return Status::InvalidArgument("trainer id too long");
-  std::lock_guard<std::mutex> l(mu_);
+  }
+  Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
   int64_t now = clock_->NowMs();
   if (!trainer_id.empty() &&
       (trainers_.size() < kMaxTrainersTracked || trainers_.count(trainer_id))) {
     trainers_[trainer_id] = now;
   }
-  if (!queues_.has_dataset())
-    return Status::FailedPrecondition("no dataset has been set");
+  if (!queues_.has_dataset()) {
+    FABPS_RETURN_IF_ERROR(
+        AwaitDurableLocked(l));  // a SetDataset may be in flight
+    if (!queues_.has_dataset())
+      return Status::FailedPrecondition("no dataset has been set");
+  }
   FABPS_RETURN_IF_ERROR(ExpireLocked(now));
   GetTaskReply reply;
   reply.pass = queues_.pass();
+  uint64_t id;
   if (pass < queues_.pass()) {
     reply.result = GetTaskResult::kPassFinished;
-    return reply;
-  }
-  uint64_t id;
-  if (pass > queues_.pass() ||
-      (!queues_.NextTodo(&id) && queues_.pending_size() > 0)) {
+  } else if (pass > queues_.pass() ||
+             (!queues_.NextTodo(&id) && queues_.pending_size() > 0)) {
     reply.result = GetTaskResult::kNoTaskNow;
-    return reply;
-  }
-  if (!queues_.NextTodo(&id)) {
+  } else if (!queues_.NextTodo(&id)) {
     // todo and pending empty with no done task: the pass cannot end.
     reply.result = GetTaskResult::kAllFailed;
-    return reply;
+  } else {
+    Change c;
+    c.type = Change::Type::kDispatch;
+    c.task_id = id;
+    c.epoch = queues_.runtime(id).epoch + 1;
+    c.time_ms = now;
+    c.deadline_ms = now + TimeoutLocked();
+    StageLocked(c);
+    reply.result = GetTaskResult::kTask;
+    reply.task.id = id;
+    reply.task.epoch = c.epoch;
+    reply.task.deadline_ms = c.deadline_ms;
+    reply.task.chunks = queues_.def(id).chunks;
   }
-  Change c;
-  c.type = Change::Type::kDispatch;
-  c.task_id = id;
-  c.epoch = queues_.runtime(id).epoch + 1;
-  c.time_ms = now;
-  c.deadline_ms = now + TimeoutLocked();
-  FABPS_RETURN_IF_ERROR(CommitLocked(c));
-  reply.result = GetTaskResult::kTask;
-  reply.task.id = id;
-  reply.task.epoch = c.epoch;
-  reply.task.deadline_ms = c.deadline_ms;
-  reply.task.chunks = queues_.def(id).chunks;
+  FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
   return reply;
 }
 
 Result<bool> TaskDispatcher::TaskFinished(uint64_t task_id, uint64_t epoch) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (!queues_.valid_id(task_id)) return false;
-  const TaskRuntime& rt = queues_.runtime(task_id);
-  if (rt.queue != Queue::kPending || rt.epoch != epoch) return false;
-  Change c;
-  c.type = Change::Type::kFinish;
-  c.task_id = task_id;
-  c.epoch = epoch;
-  c.time_ms = clock_->NowMs();
-  FABPS_RETURN_IF_ERROR(CommitLocked(c));
-  FABPS_RETURN_IF_ERROR(MaybeEndPassLocked());
-  return true;
+  Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
+  bool applied = false;
+  if (queues_.valid_id(task_id) &&
+      queues_.runtime(task_id).queue == Queue::kPending &&
+      queues_.runtime(task_id).epoch == epoch) {
+    Change c;
+    c.type = Change::Type::kFinish;
+    c.task_id = task_id;
+    c.epoch = epoch;
+    c.time_ms = clock_->NowMs();
+    StageLocked(c);
+    FABPS_RETURN_IF_ERROR(MaybeEndPassLocked());
+    applied = true;
+  }
+  FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
+  return applied;
 }
 
 Result<bool> TaskDispatcher::TaskFailed(uint64_t task_id, uint64_t epoch) {
-  std::lock_guard<std::mutex> l(mu_);
-  if (!queues_.valid_id(task_id)) return false;
-  const TaskRuntime& rt = queues_.runtime(task_id);
-  if (rt.queue != Queue::kPending || rt.epoch != epoch) return false;
-  FABPS_RETURN_IF_ERROR(FailLocked(task_id, false));
-  return true;
+  Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
+  bool applied = false;
+  if (queues_.valid_id(task_id) &&
+      queues_.runtime(task_id).queue == Queue::kPending &&
+      queues_.runtime(task_id).epoch == epoch) {
+    FABPS_RETURN_IF_ERROR(FailLocked(task_id, false));
+    applied = true;
+  }
+  FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
+  return applied;
 }
 
 Result<bool> TaskDispatcher::RequestSaveModel(const std::string& trainer_id,
@@ -215,7 +328,7 @@ Result<bool> TaskDispatcher::RequestSaveModel(const std::string& trainer_id,
   if (block_ms < 0 || block_ms > kMaxSaveBlockMs) {
     return Status::InvalidArgument("block_ms must be in [0, 86400000]");
   }
-  std::lock_guard<std::mutex> l(mu_);
+  Lock l(mu_);
   int64_t now = clock_->NowMs();
   if (now < save_until_ms_ && save_holder_ != trainer_id) return false;
   save_holder_ = trainer_id;
@@ -224,10 +337,12 @@ Result<bool> TaskDispatcher::RequestSaveModel(const std::string& trainer_id,
 }
 
 DispatcherStatus TaskDispatcher::GetStatus() {
-  std::lock_guard<std::mutex> l(mu_);
-  Status s = ExpireLocked(clock_->NowMs());
+  Lock l(mu_);
+  Status s = RecoverLocked(l);
+  if (s.ok()) s = ExpireLocked(clock_->NowMs());
+  if (s.ok()) s = AwaitDurableLocked(l);
   if (!s.ok()) {
-    FABPS_LOG(WARNING) << "expiring timed-out tasks: " << s.ToString();
+    FABPS_LOG(WARNING) << "status: " << s.ToString();
   }
   DispatcherStatus st;
   st.has_dataset = queues_.has_dataset();

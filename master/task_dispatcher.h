@@ -22,13 +22,24 @@
 //   - RequestSaveModel grants one trainer at a time for `block_ms` (kept in
 //     memory only: a new master starts with no grant).
 //
-// Thread safety: every method may be called from any thread; calls are
-// serialized by an internal mutex (held across the journal write).
+// Group commit: a call decides and applies its changes in memory under the
+// mutex, queues their records, and then waits until they are durable; one
+// of the waiting calls writes everything queued so far as one journal batch
+// (one store write) while the others wait, so N concurrent calls cost about
+// one store round trip, not N. Every answer waits until the state it was
+// computed from is durable, so nothing is acknowledged that a restarted
+// master would not know. If a batch fails, the calls waiting on it fail and
+// the state is reloaded from the journal before the next call is served.
+// Compaction holds the mutex, writes what is queued, then the snapshot.
+//
+// Thread safety: every method may be called from any thread.
 // The Journal and Clock must outlive the dispatcher.
 #ifndef FABPS_MASTER_TASK_DISPATCHER_H_
 #define FABPS_MASTER_TASK_DISPATCHER_H_
 
+#include <condition_variable>
 #include <cstdint>
+#include <deque>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -111,13 +122,23 @@ class TaskDispatcher {
   TaskDispatcher(Journal* journal, Clock* clock,
                  const DispatcherOptions& options)
       : journal_(journal), clock_(clock), options_(options) {}
-  Status CommitLocked(const Change& c);
+  using Lock = std::unique_lock<std::mutex>;
+  // Applies `c` in memory and queues its record.
+  void StageLocked(const Change& c);
+  // Waits until every change staged so far is durable, writing batches.
+  Status AwaitDurableLocked(Lock& l);
+  // Writes up to one batch of queued records with mu_ held.
+  Status FlushOneLocked();
+  void MaybeCompactLocked();
+  // After a failed batch: reload the state from the journal.
+  Status RecoverLocked(Lock& l);
   Status ExpireLocked(int64_t now_ms);
   Status FailLocked(uint64_t id, bool timed_out);
   Status MaybeEndPassLocked();
   int64_t TimeoutLocked() const;
 
   std::mutex mu_;
+  std::condition_variable durable_cv_;
   Journal* journal_;
   Clock* clock_;
   const DispatcherOptions options_;
@@ -125,6 +146,16 @@ class TaskDispatcher {
   std::map<std::string, int64_t> trainers_;  // id -> last seen, guarded by mu_
   std::string save_holder_;                  // guarded by mu_
   int64_t save_until_ms_ = 0;                // guarded by mu_
+  // Group commit, guarded by mu_: records staged but not yet written, the
+  // counts of changes staged and made durable (they only grow), whether a
+  // batch write is in progress, and the error of a failed batch (the state
+  // must be reloaded), with a generation bumped at each failure.
+  std::deque<std::string> unwritten_;
+  uint64_t staged_ = 0;
+  uint64_t durable_ = 0;
+  bool flushing_ = false;
+  Status broken_;
+  uint64_t generation_ = 0;
 };
 
 }  // namespace fabps::master
