@@ -43,8 +43,8 @@
 // thread concurrently. A Store is shared by all threads of a process; open
 // one per process (opening several in one process also works).
 //
-// Ownership: OpenStore returns the only owner. Watches must be destroyed
-// before the Store that created them. Destroying a Store stops its
+// Ownership: OpenStore returns the only owner. A Watch may outlive its Store
+// (it then ends with kCancelled). Destroying a Store stops its
 // background threads (keep-alive, watch); leases it kept alive are NOT
 // revoked (they expire after their TTL; call Revoke for a clean hand-over).
 #ifndef FABPS_COORD_STORE_H_

@@ -6,6 +6,7 @@
 #include <atomic>
 #include <condition_variable>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "base/log.h"
@@ -51,22 +52,45 @@ const Json& ArrayField(const Json& j, const char* name) {
   return *it;
 }
 
+// The live watches of one store, so that closing the store ends them while
+// each may still outlive it.
+struct WatchRegistry {
+  std::mutex mu;
+  std::set<Watch*> live;
+
+  void CancelAll() {
+    std::lock_guard<std::mutex> lock(mu);
+    for (Watch* w : live) w->Cancel();
+    live.clear();
+  }
+};
+
 // One watch: a streaming POST /v3/watch on its own thread, through curl's
 // multi interface so Cancel can wake it at once.
 class EtcdWatch : public Watch {
  public:
-  EtcdWatch(std::shared_ptr<EtcdHttp> http, std::string prefix, std::string key,
-            std::string range_end, int64_t start_revision)
+  EtcdWatch(std::shared_ptr<EtcdHttp> http,
+            std::shared_ptr<WatchRegistry> registry, std::string prefix,
+            std::string key, std::string range_end, int64_t start_revision)
       : http_(std::move(http)),
+        registry_(std::move(registry)),
         prefix_(std::move(prefix)),
         key_(std::move(key)),
         range_end_(std::move(range_end)),
         next_revision_(start_revision) {
     multi_ = curl_multi_init();
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      registry_->live.insert(this);
+    }
     thread_ = std::thread([this] { Run(); });
   }
 
   ~EtcdWatch() override {
+    {
+      std::lock_guard<std::mutex> lock(registry_->mu);
+      registry_->live.erase(this);
+    }
     Cancel();
     thread_.join();
     curl_multi_cleanup(multi_);
@@ -127,13 +151,20 @@ class EtcdWatch : public Watch {
       if (!msg.is_object())
         return Status::Corruption("watch message is not an object");
       if (msg.contains("error")) {
-        int64_t code = 2;
-        Int64Field(msg["error"], "grpc_code", &code);
-        std::string m =
-            msg["error"].value("message", std::string("watch error"));
-        if (!Int64Field(msg, "code", &code).ok()) code = 2;
-        if (msg.contains("message") && msg["message"].is_string())
-          m = msg["message"];
+        // Streams carry {"error":{"grpc_code":N,"message":...}}; unary-style
+        // errors {"error":"...","code":N}. Either ends this stream.
+        const Json& err = msg["error"];
+        int64_t code = 0;
+        std::string m = "watch error";
+        if (err.is_object()) {
+          if (!Int64Field(err, "grpc_code", &code).ok()) code = 0;
+          if (err.contains("message") && err["message"].is_string()) {
+            m = err["message"].get<std::string>();
+          }
+        } else if (err.is_string()) {
+          m = err.get<std::string>();
+          if (!Int64Field(msg, "code", &code).ok()) code = 0;
+        }
         return StatusFromGrpc(code == 0 ? 14 : code, m);
       }
       const Json& result = msg.at("result");
@@ -282,6 +313,7 @@ class EtcdWatch : public Watch {
   }
 
   const std::shared_ptr<EtcdHttp> http_;
+  const std::shared_ptr<WatchRegistry> registry_;
   const std::string prefix_;
   const std::string key_;        // absolute
   const std::string range_end_;  // "" for a single key
@@ -314,7 +346,10 @@ class EtcdStore : public Store {
         "etcd job " + options.job,
         [this](LeaseId id, Deadline d) { return KeepAliveOnce(id, d); });
   }
-  ~EtcdStore() override { keeper_.reset(); }
+  ~EtcdStore() override {
+    keeper_.reset();
+    watches_->CancelAll();
+  }
 
   Result<KeyValue> Get(const std::string& key, Deadline deadline) override {
     FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, false));
@@ -482,7 +517,7 @@ class EtcdStore : public Store {
     FABPS_RETURN_IF_ERROR(internal::ValidateKey(key, prefix));
     if (start_revision < 0)
       return Status::InvalidArgument("negative start revision");
-    auto watch = std::make_unique<EtcdWatch>(http_, prefix_, Abs(key),
+    auto watch = std::make_unique<EtcdWatch>(http_, watches_, prefix_, Abs(key),
                                              prefix ? PrefixEnd(Abs(key)) : "",
                                              start_revision);
     FABPS_RETURN_IF_ERROR(watch->WaitCreated(deadline));
@@ -562,6 +597,8 @@ class EtcdStore : public Store {
   const std::string prefix_;
   std::shared_ptr<EtcdHttp> http_;
   std::unique_ptr<internal::LeaseKeeper> keeper_;
+  const std::shared_ptr<WatchRegistry> watches_ =
+      std::make_shared<WatchRegistry>();
 };
 
 }  // namespace

@@ -120,12 +120,25 @@ struct Subscription {
   std::shared_ptr<WatchQueue> queue;
 };
 
-class LocalStore;
+// The watches of one LocalStore. Shared with the LocalWatch objects so that
+// a watch may outlive its store (it then ends with kCancelled).
+struct SubscriptionTable {
+  std::mutex mu;
+  std::map<uint64_t, Subscription> subs;
+  uint64_t next_id = 1;
+
+  void FailAll(const Status& why) {
+    std::lock_guard<std::mutex> lock(mu);
+    for (auto& [id, sub] : subs) sub.queue->Fail(why);
+    subs.clear();
+  }
+};
 
 class LocalWatch : public Watch {
  public:
-  LocalWatch(LocalStore* store, uint64_t id, std::shared_ptr<WatchQueue> queue)
-      : store_(store), id_(id), queue_(std::move(queue)) {}
+  LocalWatch(std::shared_ptr<SubscriptionTable> table, uint64_t id,
+             std::shared_ptr<WatchQueue> queue)
+      : table_(std::move(table)), id_(id), queue_(std::move(queue)) {}
   ~LocalWatch() override { Cancel(); }
   Status Next(std::vector<WatchEvent>* events, Deadline deadline) override {
     return queue_->Next(events, deadline);
@@ -133,7 +146,7 @@ class LocalWatch : public Watch {
   void Cancel() override;
 
  private:
-  LocalStore* const store_;
+  const std::shared_ptr<SubscriptionTable> table_;
   const uint64_t id_;
   std::shared_ptr<WatchQueue> queue_;
   std::once_flag cancelled_;
@@ -155,6 +168,7 @@ class LocalStore : public Store {
     }
     poll_cv_.notify_all();
     if (poller_.joinable()) poller_.join();
+    subs_->FailAll(Status::Cancelled("store closed"));
     if (log_fd_ >= 0) ::close(log_fd_);
     if (lock_fd_ >= 0) ::close(lock_fd_);
   }
@@ -187,11 +201,6 @@ class LocalStore : public Store {
     return "local:" + dir_ + " job " + options_.job;
   }
 
-  void Unsubscribe(uint64_t id) {
-    std::lock_guard<std::timed_mutex> lock(mu_);
-    subs_.erase(id);
-  }
-
  private:
   // Holds mu_ and the file lock, with the state caught up and expired
   // leases removed. ok() tells whether all that worked.
@@ -203,7 +212,7 @@ class LocalStore : public Store {
 
    private:
     LocalStore* s_;
-    std::unique_lock<std::timed_mutex> lock_;
+    std::unique_lock<std::mutex> lock_;
     bool flocked_ = false;
     Status status_;
   };
@@ -234,7 +243,7 @@ class LocalStore : public Store {
   int lock_fd_ = -1;
 
   // mu_ guards everything below. Lock order: mu_, then the file lock.
-  mutable std::timed_mutex mu_;
+  mutable std::mutex mu_;
   Status broken_;  // kCorruption once the files failed validation
   State state_;
   uint64_t gen_ = 0;
@@ -245,31 +254,38 @@ class LocalStore : public Store {
       0;  // revision of SNAPSHOT; history starts after it
   std::vector<WatchEvent>
       history_;  // events since compact_revision_, absolute keys
-  std::map<uint64_t, Subscription> subs_;
-  uint64_t next_sub_ = 1;
+  // Lock order: mu_, then subs_->mu.
+  const std::shared_ptr<SubscriptionTable> subs_ =
+      std::make_shared<SubscriptionTable>();
 
   std::unique_ptr<internal::LeaseKeeper> keeper_;
   std::mutex poll_mu_;
   std::condition_variable poll_cv_;
   bool stop_ = false;
   std::thread poller_;
-
-  friend class LocalWatch;
 };
 
 void LocalWatch::Cancel() {
   std::call_once(cancelled_, [this] {
-    store_->Unsubscribe(id_);
+    {
+      std::lock_guard<std::mutex> lock(table_->mu);
+      table_->subs.erase(id_);
+    }
     queue_->Fail(Status::Cancelled("watch cancelled"));
   });
 }
 
-bool LockUntil(std::unique_lock<std::timed_mutex>& lock, Deadline d) {
-  if (d.RemainingMs() > (int64_t{1} << 40)) {
-    lock.lock();
-    return true;
+// Takes `lock` by polling try_lock until `d`: in-process waits are short (one
+// operation of another thread), and this keeps the wait bounded without
+// timed mutexes (whose clocklock ThreadSanitizer does not understand).
+bool LockUntil(std::unique_lock<std::mutex>& lock, Deadline d) {
+  int64_t sleep_us = 20;
+  while (!lock.try_lock()) {
+    if (d.Expired()) return false;
+    std::this_thread::sleep_for(std::chrono::microseconds(sleep_us));
+    sleep_us = std::min<int64_t>(sleep_us * 2, 1000);
   }
-  return lock.try_lock_until(d.time());
+  return true;
 }
 
 LocalStore::Locked::Locked(LocalStore* s, Deadline d)
@@ -352,7 +368,7 @@ Status LocalStore::Open() {
       ::open((dir_ + "/LOCK").c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0644);
   if (lock_fd_ < 0) return PosixError("open " + dir_ + "/LOCK", errno);
   {
-    std::lock_guard<std::timed_mutex> lock(mu_);
+    std::lock_guard<std::mutex> lock(mu_);
     FABPS_RETURN_IF_ERROR(Flock(DefaultDeadline()));
     Status s = [&]() -> Status {
       struct stat st;
@@ -401,12 +417,8 @@ Status LocalStore::SyncLocked() {
       FABPS_LOG(WARNING) << Describe()
                          << ": fell behind compaction (generation " << gen_
                          << " -> " << gen << "); reloading, watches end";
-      for (auto& [id, sub] : subs_) {
-        sub.queue->Fail(
-            Status::FailedPrecondition("local store compacted past this watch; "
-                                       "read again and watch anew"));
-      }
-      subs_.clear();
+      subs_->FailAll(Status::FailedPrecondition(
+          "local store compacted past this watch; read again and watch anew"));
     }
     state_ = std::move(fresh);
     compact_revision_ = state_.revision();
@@ -512,7 +524,8 @@ Status LocalStore::AppendLocked(const std::vector<Record>& records) {
 void LocalStore::DispatchLocked(const std::vector<WatchEvent>& events) {
   if (events.empty()) return;
   history_.insert(history_.end(), events.begin(), events.end());
-  for (auto& [id, sub] : subs_) {
+  std::lock_guard<std::mutex> lock(subs_->mu);
+  for (auto& [id, sub] : subs_->subs) {
     std::vector<WatchEvent> mine;
     for (const WatchEvent& e : events) {
       bool match =
@@ -582,8 +595,8 @@ void LocalStore::PollLoop() {
     if (stop_) break;
     plock.unlock();
     {
-      std::unique_lock<std::timed_mutex> lock(mu_, std::defer_lock);
-      if (lock.try_lock_for(interval) && broken_.ok()) {
+      std::unique_lock<std::mutex> lock(mu_, std::defer_lock);
+      if (LockUntil(lock, Deadline::In(interval)) && broken_.ok()) {
         struct stat snap, log;
         bool changed = ::stat(snapshot_path_.c_str(), &snap) != 0 ||
                        snap.st_ino != snapshot_ino_ ||
@@ -766,10 +779,11 @@ Result<std::unique_ptr<Watch>> LocalStore::WatchKeys(const std::string& key,
       past.push_back(WatchEvent{e.type, Rel(e.kv)});
   }
   sub.queue->Push(std::move(past));
-  const uint64_t id = next_sub_++;
   auto queue = sub.queue;
-  subs_.emplace(id, std::move(sub));
-  return std::unique_ptr<Watch>(new LocalWatch(this, id, std::move(queue)));
+  std::lock_guard<std::mutex> lock(subs_->mu);
+  const uint64_t id = subs_->next_id++;
+  subs_->subs.emplace(id, std::move(sub));
+  return std::unique_ptr<Watch>(new LocalWatch(subs_, id, std::move(queue)));
 }
 
 }  // namespace

@@ -385,6 +385,19 @@ TEST_P(StoreTest, WatchDeliversEveryChangeInOrder) {
   EXPECT_EQ((*w)->Next(&after, Deadline::InMs(1000)).code(), Code::kCancelled);
 }
 
+TEST_P(StoreTest, WatchOutlivesItsStore) {
+  auto other = env_->Open(Job());
+  ASSERT_TRUE(other.ok());
+  auto w = (*other)->WatchKeys("k", false, 0, D());
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(store_->Put("k", "v", kNoLease, D()).ok());
+  auto events = WaitEvents(w->get(), 1, Deadline::InMs(5000));
+  ASSERT_EQ(events.size(), 1u);
+  other->reset();  // the store goes first: the watch ends, safely
+  std::vector<WatchEvent> more;
+  EXPECT_EQ((*w)->Next(&more, Deadline::InMs(5000)).code(), Code::kCancelled);
+}
+
 TEST_P(StoreTest, TwoJobsDoNotSeeEachOther) {
   auto a = env_->Open("jobA-" + Job().substr(0, 40));
   auto b = env_->Open("jobB-" + Job().substr(0, 40));
