@@ -2,6 +2,7 @@
 // its files, torn tails, compaction with several processes following.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <sys/file.h>
 #include <unistd.h>
 
 #include <fstream>
@@ -149,6 +150,22 @@ TEST_F(LocalStoreTest, TornTailIsCutAndEarlierWritesKept) {
   auto again = Open();
   ASSERT_TRUE(again.ok()) << again.status().ToString();
   EXPECT_EQ((*again)->Get("c", D())->value, "3");
+}
+
+TEST_F(LocalStoreTest, LockHeldElsewhereTimesOut) {
+  auto s = Open();
+  ASSERT_TRUE(s.ok());
+  // Another holder of the store lock (as a stuck process would be).
+  int fd = ::open(File("LOCK").c_str(), O_RDWR);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(::flock(fd, LOCK_EX), 0);
+  auto start = SteadyClock::now();
+  auto r = (*s)->Put("k", "v", kNoLease, Deadline::InMs(300));
+  EXPECT_EQ(r.status().code(), Code::kTimedOut) << r.status().ToString();
+  EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(5));
+  ::flock(fd, LOCK_UN);
+  ::close(fd);
+  EXPECT_TRUE((*s)->Put("k", "v", kNoLease, D()).ok());
 }
 
 TEST_F(LocalStoreTest, CompactionKeepsStateAndFollowers) {

@@ -1,6 +1,7 @@
 // The coord::Store suite, run over both backends: every case here must pass
 // on the local store and on a real etcd with the same results.
 #include <gtest/gtest.h>
+#include <signal.h>
 #include <sys/wait.h>
 
 #include <atomic>
@@ -517,6 +518,31 @@ TEST_P(StoreTest, SeveralProcessesShareTheStore) {
   ASSERT_EQ(del.size(), 1u) << "lease of a killed process did not expire";
   EXPECT_EQ(del[0].type, WatchEvent::Type::kDelete);
   EXPECT_EQ(s.Get("ps/0", D()).status().code(), Code::kNotFound);
+}
+
+// A lease owner that stalls past its TTL (here: SIGSTOP) loses the lease to
+// the store; when it runs again its keep-alive learns so and it stops.
+TEST_P(StoreTest, StalledLeaseOwnerLearnsItLostTheLease) {
+  Store& s = *store_;
+  auto w = s.WatchKeys("ps/", true, 0, D());
+  ASSERT_TRUE(w.ok());
+  auto holder = fabps::testing::Subprocess::Start(
+      {HelperBinary(), "hold", env_->spec(), Job(), "ps/1", "pserver-1", "2"},
+      env_->dir() + "/stalled.log");
+  ASSERT_TRUE(holder.ok()) << holder.status().ToString();
+  auto put = WaitEvents(w->get(), 1, Deadline::InMs(15000));
+  ASSERT_EQ(put.size(), 1u)
+      << fabps::testing::ReadFileOrEmpty(env_->dir() + "/stalled.log");
+  ASSERT_TRUE(holder->Signal(SIGSTOP).ok());
+  auto del = WaitEvents(w->get(), 1, Deadline::InMs(20000));
+  ASSERT_TRUE(holder->Signal(SIGCONT).ok());
+  ASSERT_EQ(del.size(), 1u) << "the stalled owner's lease did not expire";
+  EXPECT_EQ(del[0].type, WatchEvent::Type::kDelete);
+  auto st = holder->Wait(20000);
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  ASSERT_TRUE(WIFEXITED(*st));
+  EXPECT_EQ(WEXITSTATUS(*st), 4)
+      << "the owner did not notice it lost its lease";
 }
 
 INSTANTIATE_TEST_SUITE_P(Backends, StoreTest,
