@@ -176,7 +176,7 @@ Status StoreJournal::AppendBatch(const std::vector<std::string>& changes) {
   ops.reserve(changes.size());
   for (const std::string& change : changes) {
     std::string value;
-    if (change.size() + 1 <= kPartBytes) {
+    if (change.size() + 1 <= kInlineBytes) {
       value = "I" + change;
     } else {
       FABPS_ASSIGN_OR_RETURN(std::string header,

@@ -1,8 +1,8 @@
 // StoreJournal: the master's Journal kept in the coordination store.
 //
 // Keys (relative to the job, see coord/store.h):
-//   master/journal/<seq, 20 digits>   one change; "I" + bytes when it fits in
-//                                     one value, else "P" + a part header
+//   master/journal/<seq, 20 digits>   one change; "I" + bytes up to
+//                                     kInlineBytes, else "P" + a part header
 //   master/parts/<seq>/<i, 6 digits>  the parts of a large change
 //   master/snapshot/head              "FSH1", the last seq it covers, its
 //                                     generation, part count, size, CRC32C
@@ -37,6 +37,9 @@ class StoreJournal : public Journal {
  public:
   static constexpr size_t kPartBytes = 512 << 10;
   static constexpr size_t kMaxBatch = 64;
+  // Records larger than this are stored as parts, so that a batch of
+  // ordinary records plus one large one stays far below etcd's 1.5 MiB.
+  static constexpr size_t kInlineBytes = 64 << 10;
 
   explicit StoreJournal(coord::Store* store) : store_(store) {}
 

@@ -9,8 +9,24 @@
 namespace fabps::master {
 namespace {
 constexpr size_t kMaxTrainerIdBytes = 256;
-// Records per journal batch (StoreJournal::kMaxBatch).
+// Records and bytes per journal batch (StoreJournal::kMaxBatch; the bytes
+// keep a batch well inside etcd's request limit; a single larger record
+// still goes, alone, and the journal stores it in parts).
 constexpr size_t kMaxBatchRecords = 64;
+constexpr size_t kMaxBatchBytes = 256 << 10;
+
+// Moves the next batch of records from `queue` into a vector.
+std::vector<std::string> TakeBatch(std::deque<std::string>* queue) {
+  std::vector<std::string> batch;
+  size_t bytes = 0;
+  while (!queue->empty() && batch.size() < kMaxBatchRecords &&
+         (batch.empty() || bytes + queue->front().size() <= kMaxBatchBytes)) {
+    bytes += queue->front().size();
+    batch.push_back(std::move(queue->front()));
+    queue->pop_front();
+  }
+  return batch;
+}
 constexpr size_t kMaxTrainersTracked = 100'000;
 constexpr int64_t kMaxSaveBlockMs = 24 * 3600 * 1000;
 }  // namespace
@@ -63,11 +79,7 @@ void TaskDispatcher::StageLocked(const Change& c) {
 }
 
 Status TaskDispatcher::FlushOneLocked() {
-  std::vector<std::string> batch;
-  while (!unwritten_.empty() && batch.size() < kMaxBatchRecords) {
-    batch.push_back(std::move(unwritten_.front()));
-    unwritten_.pop_front();
-  }
+  std::vector<std::string> batch = TakeBatch(&unwritten_);
   Status s = journal_->AppendBatch(batch);
   if (!s.ok()) return s;
   durable_ += batch.size();
@@ -89,11 +101,7 @@ Status TaskDispatcher::AwaitDurableLocked(Lock& l) {
     }
     // This call writes the batch; others stage more meanwhile.
     flushing_ = true;
-    std::vector<std::string> batch;
-    while (!unwritten_.empty() && batch.size() < kMaxBatchRecords) {
-      batch.push_back(std::move(unwritten_.front()));
-      unwritten_.pop_front();
-    }
+    std::vector<std::string> batch = TakeBatch(&unwritten_);
     l.unlock();
     Status s = journal_->AppendBatch(batch);
     l.lock();

@@ -56,6 +56,23 @@ TEST(StoreJournal, AppendCompactLoad) {
   EXPECT_TRUE(old_parts->kvs.empty());
 }
 
+TEST(StoreJournal, BatchIsOneTxnAndKeepsOrder) {
+  testing::TempDir dir;
+  auto store = OpenLocal(dir.File("store"));
+  std::string big(200 << 10, 'b');  // above kInlineBytes: stored in parts
+  StoreJournal j(store.get());
+  ASSERT_TRUE(j.Load().ok());
+  ASSERT_TRUE(j.AppendBatch({"a", big, "c"}).ok());
+  ASSERT_TRUE(j.AppendBatch({"d"}).ok());
+  EXPECT_EQ(j.next_seq(), 5u);
+  StoreJournal again(store.get());
+  auto c = again.Load();
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_EQ(c->changes, (std::vector<std::string>{"a", big, "c", "d"}));
+  std::vector<std::string> too_many(StoreJournal::kMaxBatch + 1, "x");
+  EXPECT_EQ(again.AppendBatch(too_many).code(), Status::Code::kInvalidArgument);
+}
+
 TEST(StoreJournal, GapAndDamageAreCorruption) {
   testing::TempDir dir;
   auto store = OpenLocal(dir.File("store"));
