@@ -2,6 +2,7 @@
 
 #include <thrift/TApplicationException.h>
 #include <thrift/TConfiguration.h>
+#include <thrift/TOutput.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/protocol/TProtocolException.h>
 #include <thrift/transport/TBufferTransports.h>
@@ -10,8 +11,11 @@
 
 #include <algorithm>
 #include <chrono>
+#include <mutex>
 #include <random>
 #include <thread>
+
+#include "base/log.h"
 
 namespace fabps::rpc {
 
@@ -22,6 +26,14 @@ using apache::thrift::protocol::TProtocolException;
 using apache::thrift::transport::TFramedTransport;
 using apache::thrift::transport::TSocket;
 using apache::thrift::transport::TTransportException;
+
+void RouteThriftOutputToLog() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    apache::thrift::GlobalOutput.setOutputFunction(
+        [](const char* msg) { FABPS_LOG(DEBUG) << "thrift: " << msg; });
+  });
+}
 
 Status ParseHostPort(const std::string& address, RpcClientOptions* options) {
   auto colon = address.rfind(':');
@@ -79,6 +91,7 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
   if (options.port < 1 || options.port > 65535) {
     return Status::InvalidArgument("port must be in [1, 65535]");
   }
+  RouteThriftOutputToLog();
   std::string where = options.host + ":" + std::to_string(options.port);
   try {
     auto config = std::make_shared<TConfiguration>(

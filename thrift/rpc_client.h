@@ -48,6 +48,10 @@ struct RpcClientOptions {
   size_t max_frame_bytes = 16 << 20;
 };
 
+// Sends Thrift's own messages (it prints them to stderr by default) to
+// FABPS_LOG(DEBUG). Idempotent; RpcServer::Start and OpenFramedChannel call it.
+void RouteThriftOutputToLog();
+
 // Parses "host:port" into options.host/port. InvalidArgument otherwise.
 Status ParseHostPort(const std::string& address, RpcClientOptions* options);
 

@@ -1,6 +1,5 @@
 #include "thrift/rpc_server.h"
 
-#include <thrift/TOutput.h>
 #include <thrift/TProcessor.h>
 #include <thrift/concurrency/ThreadFactory.h>
 #include <thrift/concurrency/ThreadManager.h>
@@ -13,6 +12,7 @@
 #include <condition_variable>
 
 #include "base/log.h"
+#include "thrift/rpc_client.h"
 
 namespace fabps::rpc {
 namespace {
@@ -46,15 +46,6 @@ class ReadyHandler : public TServerEventHandler {
   std::shared_ptr<StartSignal> s_;
 };
 
-// Thrift prints its own chatter to stderr; route it to our log at debug level.
-void RouteThriftOutput() {
-  static std::once_flag once;
-  std::call_once(once, [] {
-    apache::thrift::GlobalOutput.setOutputFunction(
-        [](const char* msg) { FABPS_LOG(DEBUG) << "thrift: " << msg; });
-  });
-}
-
 }  // namespace
 
 Result<std::unique_ptr<RpcServer>> RpcServer::Start(
@@ -71,7 +62,7 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
   if (options.max_frame_bytes < 1024 || options.max_frame_bytes > (1u << 30)) {
     return Status::InvalidArgument("max_frame_bytes must be in [1 KiB, 1 GiB]");
   }
-  RouteThriftOutput();
+  RouteThriftOutputToLog();
   std::unique_ptr<RpcServer> rs(new RpcServer());
   auto signal = std::make_shared<StartSignal>();
   try {

@@ -1,0 +1,109 @@
+// The pserver's control-plane service. Bulk data never goes here: gradients
+// arrive by RMA write into per-trainer landing slots and parameters leave by
+// RMA read from the shard arena (see pserver/wire.h for the immediate-data
+// encoding). This service sets that up: initialization, trainer
+// registration (fabric addresses and remote memory descriptors), saving,
+// status. Served by fabps-pserver (TNonblockingServer, framed binary).
+
+namespace cpp fabps.rpc.pserver
+
+enum PsErrorCode {
+  INVALID_ARGUMENT = 1,
+  NOT_FOUND = 2,
+  CORRUPTION = 3,
+  FAILED_PRECONDITION = 4,  // e.g. not initialized yet, or another trainer initializes
+  UNAVAILABLE = 5,
+  RESOURCE_EXHAUSTED = 6,   // e.g. no room for another trainer
+  INTERNAL = 7,
+  ALREADY_EXISTS = 8,
+}
+
+exception PsError {
+  1: PsErrorCode code,
+  2: string message,
+}
+
+// Mirrors pserver::UpdateRuleConfig (pserver/update_rule.h).
+struct UpdateRule {
+  1: i32 kind,               // RuleKind: 0 sgd, 1 momentum, 2 nesterov, 3 adam, 4 adagrad
+  2: double learning_rate,
+  3: i32 schedule,           // 0 constant, 1 linear decay
+  4: double final_learning_rate,
+  5: i64 decay_steps,
+  6: double momentum,
+  7: double beta1,
+  8: double beta2,
+  9: double epsilon,
+  10: double adagrad_initial,
+  11: double weight_decay,
+  12: double clip_value,
+  13: double clip_norm,
+}
+
+// What a pserver keeps to come back after a restart: the layout and the rules
+// it was initialized with (written beside its checkpoints).
+struct InitConfig {
+  1: binary layout,                 // pserver::Layout::Encode()
+  2: UpdateRule default_rule,
+  3: map<string, UpdateRule> rules, // per parameter name
+}
+
+enum InitGrantKind {
+  GRANTED = 1,              // the caller initializes: InitParams, InitBlock..., FinishInitParams
+  WAIT = 2,                 // another trainer is initializing: poll Status until initialized
+  ALREADY_INITIALIZED = 3,  // nothing to do
+}
+
+struct TrainerHello {
+  1: i64 trainer_id,          // the trainer's own id, for logs and re-registration
+  2: binary fabric_address,   // its endpoint address
+  3: binary credit_region,    // transport::RemoteRegion the pserver writes credits to
+  4: string provider,         // must equal the pserver's provider
+  5: i64 max_slot_bytes,      // the largest gradient block it will push
+}
+
+struct BlockLocation {
+  1: i32 block,
+  2: i64 offset,  // of the block's values in the arena region
+  3: i64 bytes,
+}
+
+struct Registration {
+  1: i32 trainer_index,        // goes into every push's immediate data
+  2: binary fabric_address,    // the pserver's endpoint
+  3: binary arena_region,      // RemoteRegion of the parameter values (read-only use)
+  4: binary landing_region,    // RemoteRegion of this trainer's landing slots
+  5: i32 num_slots,
+  6: i64 slot_bytes,
+  7: list<BlockLocation> blocks,  // every block this pserver owns
+  8: i32 pserver_index,
+}
+
+struct PsStatus {
+  1: i32 index,
+  2: i32 num_pservers,
+  3: bool initialized,
+  4: string provider,
+  5: i64 gradients_applied,
+  6: i64 gradients_rejected,
+  7: i64 bytes_applied,
+  8: i32 trainers_registered,
+  9: string last_checkpoint,   // path, "" when none yet
+  10: i64 last_checkpoint_unix_ms,
+  11: i64 num_blocks,           // owned by this pserver
+}
+
+service PServer {
+  InitGrantKind BeginInitParams(1: i64 trainer_id) throws (1: PsError e),
+  void InitParams(1: i64 trainer_id, 2: InitConfig config) throws (1: PsError e),
+  void InitBlock(1: i64 trainer_id, 2: i32 block, 3: binary values) throws (1: PsError e),
+  // false when the parameters were already initialized (by someone else):
+  // callers treat that as success.
+  bool FinishInitParams(1: i64 trainer_id) throws (1: PsError e),
+  InitConfig GetInitConfig() throws (1: PsError e),
+  Registration RegisterTrainer(1: TrainerHello hello) throws (1: PsError e),
+  // Writes a checkpoint of this shard into directory `dir` (created if
+  // missing); returns the file's path.
+  string SaveModel(1: string dir) throws (1: PsError e),
+  PsStatus GetStatus(),
+}
