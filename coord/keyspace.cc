@@ -67,6 +67,14 @@ Status ValidateBranch(const std::vector<TxnOp>& ops) {
 Status ValidateTxn(const std::vector<Compare>& compares,
                    const std::vector<TxnOp>& then_ops,
                    const std::vector<TxnOp>& else_ops) {
+  if (compares.size() > kMaxTxnOps || then_ops.size() > kMaxTxnOps ||
+      else_ops.size() > kMaxTxnOps) {
+    return Status::InvalidArgument(
+        "txn with " + std::to_string(compares.size()) + " compares, " +
+        std::to_string(then_ops.size()) + " then-ops and " +
+        std::to_string(else_ops.size()) + " else-ops: at most " +
+        std::to_string(kMaxTxnOps) + " each");
+  }
   size_t bytes = 0;
   for (const Compare& c : compares) {
     FABPS_RETURN_IF_ERROR(ValidateKey(c.key, false));
@@ -76,9 +84,10 @@ Status ValidateTxn(const std::vector<Compare>& compares,
   for (const auto* ops : {&then_ops, &else_ops}) {
     for (const TxnOp& op : *ops) bytes += op.key.size() + op.value.size();
   }
-  if (bytes > kMaxValueBytes + kMaxKeyBytes * 16) {
+  if (bytes > kMaxTxnBytes) {
     return Status::InvalidArgument("txn of " + std::to_string(bytes) +
-                                   " bytes is too large");
+                                   " key and value bytes exceeds " +
+                                   std::to_string(kMaxTxnBytes));
   }
   FABPS_RETURN_IF_ERROR(
       ValidateBranch(then_ops).WithContext("txn then-branch"));

@@ -64,9 +64,15 @@ namespace fabps::coord {
 using LeaseId = int64_t;
 constexpr LeaseId kNoLease = 0;
 
-// Limits shared by both backends (etcd's default request limit is 1.5 MiB).
+// Limits shared by both backends, inside etcd's defaults (a request of at
+// most 1.5 MiB, --max-txn-ops 128). Larger requests are kInvalidArgument on
+// both backends alike.
 constexpr size_t kMaxKeyBytes = 4096;
 constexpr size_t kMaxValueBytes = 1 << 20;
+// Per Txn: the keys and values of all compares and ops together.
+constexpr size_t kMaxTxnBytes = (1 << 20) + (64 << 10);
+// Per Txn: compares, then-ops and else-ops each.
+constexpr size_t kMaxTxnOps = 128;
 
 struct KeyValue {
   std::string key;              // relative to the job prefix

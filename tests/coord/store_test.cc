@@ -99,6 +99,26 @@ TEST_P(StoreTest, RejectsBadKeysAndValues) {
                 .code(),
             Code::kInvalidArgument);
   EXPECT_EQ(s.GrantLease(0, D()).status().code(), Code::kInvalidArgument);
+  // The limits are the same on both backends, and the largest allowed pass.
+  auto big = s.Put("big", std::string(kMaxValueBytes, 'b'), kNoLease, D());
+  EXPECT_TRUE(big.ok()) << big.status().ToString();
+  std::vector<TxnOp> many;
+  for (size_t i = 0; i < kMaxTxnOps; ++i) {
+    many.push_back(TxnOp::Put("m/" + std::to_string(i), "v"));
+  }
+  auto full = s.Txn({}, many, {}, D());
+  EXPECT_TRUE(full.ok()) << full.status().ToString();
+  many.push_back(TxnOp::Put("m/last", "v"));
+  EXPECT_EQ(s.Txn({}, many, {}, D()).status().code(), Code::kInvalidArgument);
+  const std::string half(kMaxTxnBytes / 2, 'h');
+  auto two_halves =
+      s.Txn({}, {TxnOp::Put("h1", half), TxnOp::Put("h2", half)}, {}, D());
+  EXPECT_EQ(two_halves.status().code(), Code::kInvalidArgument);
+  auto just_fits = s.Txn(
+      {},
+      {TxnOp::Put("h1", half.substr(16)), TxnOp::Put("h2", half.substr(16))},
+      {}, D());
+  EXPECT_TRUE(just_fits.ok()) << just_fits.status().ToString();
   EXPECT_EQ(s.Put("k", "v", 123456789, D()).status().code(), Code::kNotFound);
   StoreOptions bad;
   bad.spec = "zookeeper:foo";
