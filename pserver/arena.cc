@@ -21,6 +21,12 @@ Result<Arena> Arena::Create(size_t bytes) {
     return PosixError("mmap of a " + std::to_string(size) + "-byte arena",
                       errno);
   }
+  // MAP_POPULATE gives the guest kernel's pages, but under a hypervisor the
+  // host may still back them lazily: the first access to each page costs
+  // microseconds (measured: ~2 ms per MiB here). Touch every page once now so
+  // that no apply, RMA or checkpoint pays it later.
+  volatile char* bytes_p = static_cast<volatile char*>(p);
+  for (size_t off = 0; off < size; off += page) bytes_p[off] = 0;
   Arena a;
   a.base_ = p;
   a.size_ = size;

@@ -268,21 +268,33 @@ Status Shard::InitBlock(uint32_t block, const void* values, size_t bytes) {
                                    " bytes, expected " +
                                    std::to_string(b->value_bytes));
   }
-  std::lock_guard<std::mutex> lock(b->mu);
-  std::memcpy(b->values, values, bytes);
-  for (int k = 0; k < b->slots; ++k) std::memset(b->state[k], 0, bytes);
-  if (b->rule->kind == RuleKind::kAdaGrad) {
-    Fill(b->dtype, b->state[0], b->info->num_elements,
-         b->rule->adagrad_initial);
+  std::vector<Pending> released;
+  {
+    std::lock_guard<std::mutex> lock(b->mu);
+    std::memcpy(b->values, values, bytes);
+    for (int k = 0; k < b->slots; ++k) std::memset(b->state[k], 0, bytes);
+    if (b->rule->kind == RuleKind::kAdaGrad) {
+      Fill(b->dtype, b->state[0], b->info->num_elements,
+           b->rule->adagrad_initial);
+    }
+    ResetStepLocked(b, 0, &released);
   }
-  b->update_count = 0;
+  Complete(&released);
+  return Status::OK();
+}
+
+void Shard::ResetStepLocked(Block* b, uint64_t update_count,
+                            std::vector<Pending>* released) {
+  b->update_count = update_count;
   b->contributors = 0;
   std::fill(b->contributed.begin(), b->contributed.end(), 0);
   std::fill(b->touched.begin(), b->touched.end(), 0);
   b->any_dense = false;
   b->accum_zero = false;
   b->step_cv.notify_all();
-  return Status::OK();
+  // Parked gradients of the step that is now open go in; older ones are
+  // refused as stale.
+  ReleaseParkedLocked(b, released);
 }
 
 Status Shard::ReadValues(uint32_t block, void* out, size_t bytes) const {
@@ -330,18 +342,16 @@ Status Shard::RestoreBlock(uint32_t block, const void* values,
                                      ": missing optimizer state");
     }
   }
-  std::lock_guard<std::mutex> lock(b->mu);
-  std::memcpy(b->values, values, b->value_bytes);
-  for (int k = 0; k < b->slots; ++k) {
-    std::memcpy(b->state[k], state[k], b->value_bytes);
+  std::vector<Pending> released;
+  {
+    std::lock_guard<std::mutex> lock(b->mu);
+    std::memcpy(b->values, values, b->value_bytes);
+    for (int k = 0; k < b->slots; ++k) {
+      std::memcpy(b->state[k], state[k], b->value_bytes);
+    }
+    ResetStepLocked(b, update_count, &released);
   }
-  b->update_count = update_count;
-  b->contributors = 0;
-  std::fill(b->contributed.begin(), b->contributed.end(), 0);
-  std::fill(b->touched.begin(), b->touched.end(), 0);
-  b->any_dense = false;
-  b->accum_zero = false;
-  b->step_cv.notify_all();
+  Complete(&released);
   return Status::OK();
 }
 

@@ -131,7 +131,8 @@ class Shard {
   Result<BlockRegion> ValueRegion(uint32_t block) const;
 
   // Sets a block's values (`bytes` == num_elements * element size), resets
-  // its optimizer state and update count. Under the block's lock.
+  // its optimizer state and update count (kSync: the block is at step 0 and
+  // its partial sum is dropped). Under the block's lock.
   Status InitBlock(uint32_t block, const void* values, size_t bytes);
   // Copies a consistent snapshot of a block's values into `out`.
   Status ReadValues(uint32_t block, void* out, size_t bytes) const;
@@ -141,6 +142,8 @@ class Shard {
       uint32_t block, const std::function<void(const BlockView&)>& visit) const;
   // Overwrites values, state and update count under the block's lock (the
   // checkpoint loader's entry point). Sizes must match the block and rule.
+  // kSync: the block is at step `update_count` with an empty sum; parked
+  // gradients for that step go in, older ones are refused as stale.
   Status RestoreBlock(uint32_t block, const void* values, const void* state0,
                       const void* state1, uint64_t update_count);
   // Number of updates applied to the block (kSync: its current step).
@@ -173,6 +176,8 @@ class Shard {
   Status ApplyGradientLocked(Block* b, const GradientRef& g);
   Status ContributeLocked(Block* b, const GradientRef& g);
   void ReleaseParkedLocked(Block* b, std::vector<Pending>* released);
+  void ResetStepLocked(Block* b, uint64_t update_count,
+                       std::vector<Pending>* released);
   template <typename T>
   void ApplyDenseLocked(Block* b, const T* g);
   template <typename T>

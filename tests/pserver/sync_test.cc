@@ -211,5 +211,28 @@ TEST(SyncMode, SparseStepsUpdateTouchedRowsAndMixedStepsApplyDensely) {
   EXPECT_EQ(shard->UpdateCount(0).value(), 3u);
 }
 
+TEST(SyncMode, RestoreOpensItsStepForParkedGradients) {
+  auto shard = OneParamShard(DType::kFloat64, {4}, SyncOptions(2));
+  ASSERT_NE(shard, nullptr);
+  std::vector<double> g{1, 1, 1, 1};
+  Status at3, at1;
+  ASSERT_TRUE(
+      shard->ApplyAsync(Dense(g, 3, 0), [&](const Status& st) { at3 = st; })
+          .ok());
+  ASSERT_TRUE(
+      shard->ApplyAsync(Dense(g, 1, 1), [&](const Status& st) { at1 = st; })
+          .ok());
+  EXPECT_EQ(shard->WaitIdle(Deadline::InMs(20)).code(),
+            Status::Code::kTimedOut);
+  std::vector<double> w(4, 10.0);
+  ASSERT_TRUE(shard->RestoreBlock(0, w.data(), nullptr, nullptr, 3).ok());
+  ASSERT_TRUE(shard->WaitIdle(Soon()).ok());
+  EXPECT_TRUE(at3.ok()) << at3.ToString();
+  EXPECT_EQ(at1.code(), Status::Code::kFailedPrecondition) << at1.ToString();
+  ASSERT_TRUE(shard->Apply(Dense(g, 3, 1), Soon()).ok());
+  EXPECT_EQ(shard->UpdateCount(0).value(), 4u);
+  EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(4, 8.0));
+}
+
 }  // namespace
 }  // namespace fabps::pserver

@@ -1,0 +1,151 @@
+// Apply throughput (GB/s of gradient consumed) per update rule and thread
+// count, beside a memory roofline measured in the same iterations.
+//
+// One float32 parameter of 64 Mi elements (256 MiB, several times any L3
+// here, so the loops stream from DRAM), cut in 64 blocks of the
+// default 1 Mi elements, on one shard whose TBB arena has `threads` threads.
+// An iteration hands all 64 blocks to ApplyAsync and waits for the
+// callbacks (the daemon's path). The roofline is a plain `w -= a * g` over
+// the same value array (in the shard's arena) and the same gradient buffer,
+// split evenly over the same number of threads; it runs right before each
+// apply iteration, so both see the same machine load. Reported:
+//   bytes_per_second  gradient bytes consumed by the apply (mean)
+//   apply_GBps        the same, best iteration
+//   roofline_GBps     the roofline loop, in gradient bytes, best iteration
+//   x_roofline        apply_GBps / roofline_GBps (best of each)
+//   x_roofline_mean   the same ratio from the mean times
+#include <benchmark/benchmark.h>
+#include <oneapi/tbb/parallel_for.h>
+#include <oneapi/tbb/partitioner.h>
+#include <oneapi/tbb/task_arena.h>
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <memory>
+#include <vector>
+
+#include "base/check.h"
+#include "pserver/shard.h"
+#include "pserver/sparse_rows.h"
+
+namespace fabps::pserver {
+namespace {
+
+constexpr uint64_t kElements = uint64_t{64} << 20;
+constexpr uint64_t kBlockElements = Layout::kDefaultBlockElements;
+
+enum Mode { kDense = 0, kClipNorm = 1 };
+
+double Seconds(std::chrono::steady_clock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
+  const int threads = static_cast<int>(state.range(0));
+  auto layout =
+      Layout::Build({{"w", DType::kFloat32, {kElements}}}, kBlockElements, 1);
+  FABPS_CHECK(layout.ok());
+  ShardOptions o;
+  o.default_rule.kind = kind;
+  o.default_rule.learning_rate = 1e-7;
+  if (mode == kClipNorm)
+    o.default_rule.clip_norm = 1e9;  // computed, never clips
+  o.num_threads = threads;
+  auto shard_or = Shard::Create(std::move(layout).value(), o);
+  FABPS_CHECK_MSG(shard_or.ok(), shard_or.status().ToString());
+  std::unique_ptr<Shard> shard = std::move(shard_or).value();
+
+  // Values 1, gradient 0.5: no denormals, no overflow over many iterations.
+  std::vector<float> init(kBlockElements, 1.0f);
+  for (uint32_t id : shard->block_ids()) {
+    FABPS_CHECK(shard->InitBlock(id, init.data(), init.size() * 4).ok());
+  }
+  std::vector<float> grad(kElements, 0.5f);  // touched: pre-faulted
+  auto region = shard->ValueRegion(0);
+  FABPS_CHECK(region.ok());
+  float* w = reinterpret_cast<float*>(static_cast<char*>(shard->arena_base()) +
+                                      region->offset);
+  const float* g = grad.data();
+
+  tbb::task_arena roof_arena(threads);
+  auto roofline = [&] {
+    const float a = 1e-7f;
+    roof_arena.execute([&] {
+      tbb::parallel_for(
+          0, threads,
+          [&](int t) {
+            size_t lo = kElements * t / threads,
+                   hi = kElements * (t + 1) / threads;
+            float* __restrict wp = w;
+            const float* __restrict gp = g;
+            for (size_t i = lo; i < hi; ++i) wp[i] -= a * gp[i];
+          },
+          tbb::static_partitioner());
+    });
+  };
+
+  std::atomic<int> left{0};
+  auto apply_all = [&] {
+    left.store(static_cast<int>(shard->block_ids().size()));
+    for (uint32_t id : shard->block_ids()) {
+      GradientRef gr;
+      gr.block = id;
+      gr.data = g + id * kBlockElements;
+      gr.bytes = kBlockElements * 4;
+      FABPS_CHECK(shard
+                      ->ApplyAsync(gr,
+                                   [&](const Status& s) {
+                                     FABPS_CHECK(s.ok());
+                                     left.fetch_sub(1);
+                                   })
+                      .ok());
+    }
+    FABPS_CHECK(shard->WaitIdle(Deadline::InMs(60000)).ok());
+  };
+
+  roofline();  // warm both paths once
+  apply_all();
+  double roof_s = 0, apply_s = 0;
+  double roof_best = 1e9, apply_best = 1e9;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    roofline();
+    auto t1 = std::chrono::steady_clock::now();
+    apply_all();
+    auto t2 = std::chrono::steady_clock::now();
+    roof_s += Seconds(t1 - t0);
+    apply_s += Seconds(t2 - t1);
+    roof_best = std::min(roof_best, Seconds(t1 - t0));
+    apply_best = std::min(apply_best, Seconds(t2 - t1));
+    state.SetIterationTime(Seconds(t2 - t1));
+  }
+  const double grad_bytes = static_cast<double>(kElements) * 4;
+  state.SetBytesProcessed(
+      static_cast<int64_t>(grad_bytes * state.iterations()));
+  // Best-of iterations: the machine is shared, and interference only ever
+  // makes an iteration slower. The mean-based ratio is kept beside it.
+  state.counters["roofline_GBps"] = grad_bytes / roof_best / 1e9;
+  state.counters["apply_GBps"] = grad_bytes / apply_best / 1e9;
+  state.counters["x_roofline"] = roof_best / apply_best;
+  state.counters["x_roofline_mean"] = roof_s / apply_s;
+}
+
+void Args(benchmark::internal::Benchmark* b) {
+  b->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime()->Unit(
+      benchmark::kMillisecond);
+}
+
+BENCHMARK_CAPTURE(BM_Apply, sgd, RuleKind::kSgd, kDense)->Apply(Args);
+BENCHMARK_CAPTURE(BM_Apply, sgd_clipnorm, RuleKind::kSgd, kClipNorm)
+    ->Apply(Args);
+BENCHMARK_CAPTURE(BM_Apply, momentum, RuleKind::kMomentum, kDense)->Apply(Args);
+BENCHMARK_CAPTURE(BM_Apply, nesterov, RuleKind::kNesterov, kDense)->Apply(Args);
+BENCHMARK_CAPTURE(BM_Apply, adam, RuleKind::kAdam, kDense)->Apply(Args);
+BENCHMARK_CAPTURE(BM_Apply, adagrad, RuleKind::kAdaGrad, kDense)->Apply(Args);
+
+}  // namespace
+}  // namespace fabps::pserver
+
+BENCHMARK_MAIN();

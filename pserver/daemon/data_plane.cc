@@ -1,0 +1,206 @@
+#include "pserver/daemon/data_plane.h"
+
+#include <sys/mman.h>
+
+#include <cerrno>
+
+#include "base/log.h"
+#include "pserver/dtype.h"
+#include "pserver/wire.h"
+
+namespace fabps::pserver {
+
+// One registered trainer: its peer, credit target and landing slots.
+struct DataPlane::Trainer {
+  uint32_t index = 0;
+  int64_t id = 0;
+  transport::PeerId peer = 0;
+  transport::RemoteRegion credit;
+  void* landing = nullptr;
+  size_t landing_bytes = 0;
+  std::unique_ptr<transport::MemoryRegion> landing_mr;
+  std::unique_ptr<std::atomic<bool>[]> busy;
+  ~Trainer() {
+    landing_mr.reset();
+    if (landing) ::munmap(landing, landing_bytes);
+  }
+};
+
+Result<std::unique_ptr<DataPlane>> DataPlane::Create(const DataPlaneOptions& options) {
+  if (options.slots_per_trainer < 1 || options.slots_per_trainer > wire::kMaxSlots) {
+    return Status::InvalidArgument("--slots-per-trainer must be in 1..256");
+  }
+  if (options.max_trainers < 1 || options.max_trainers > wire::kMaxTrainerIndex) {
+    return Status::InvalidArgument("--max-trainers must be in 1..65535");
+  }
+  std::unique_ptr<DataPlane> dp(new DataPlane(options));
+  transport::FabricOptions fo;
+  fo.provider = options.provider;
+  fo.interface_address = options.interface_address;
+  FABPS_ASSIGN_OR_RETURN(dp->fabric_, transport::OpenFabric(fo));
+  FABPS_ASSIGN_OR_RETURN(dp->endpoint_,
+                         dp->fabric_->CreateEndpoint(transport::ProgressMode::kThread));
+  dp->scratch_.resize(64);
+  FABPS_ASSIGN_OR_RETURN(dp->scratch_mr_,
+                         dp->fabric_->Register(dp->scratch_.data(), dp->scratch_.size()));
+  DataPlane* raw = dp.get();
+  dp->endpoint_->SetImmediateHandler(
+      [raw](const transport::ImmediateEvent& e) { raw->OnImmediate(e.data); });
+  return dp;
+}
+
+DataPlane::~DataPlane() {
+  // Stop the progress thread (and so the handler) before anything it uses.
+  endpoint_.reset();
+}
+
+Status DataPlane::AttachShard(Shard* shard) {
+  FABPS_ASSIGN_OR_RETURN(arena_mr_, fabric_->Register(shard->arena_base(), shard->arena_bytes()));
+  uint64_t max_block = 0;
+  for (uint32_t b : shard->block_ids()) {
+    auto r = shard->ValueRegion(b);
+    if (r.ok()) max_block = std::max<uint64_t>(max_block, r->bytes);
+  }
+  slot_bytes_ = (std::max<uint64_t>(max_block, 64) + 63) / 64 * 64;
+  shard_.store(shard);
+  return Status::OK();
+}
+
+std::string DataPlane::arena_region() const {
+  return arena_mr_ ? arena_mr_->remote().Serialize() : std::string();
+}
+
+Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
+                                                       const std::string& address,
+                                                       const std::string& credit_region,
+                                                       uint64_t max_slot_bytes) {
+  if (shard_.load() == nullptr) {
+    return Status::FailedPrecondition("parameters are not initialized yet");
+  }
+  FABPS_ASSIGN_OR_RETURN(transport::RemoteRegion credit,
+                         transport::RemoteRegion::Parse(credit_region));
+  (void)max_slot_bytes;  // slots fit the largest block this pserver owns
+  std::unique_lock<std::shared_mutex> l(mu_);
+  std::shared_ptr<Trainer> old;
+  uint32_t index = static_cast<uint32_t>(trainers_.size());
+  for (uint32_t i = 0; i < trainers_.size(); i++) {
+    if (trainers_[i] && trainers_[i]->id == trainer_id) {
+      old = trainers_[i];
+      index = i;
+      break;
+    }
+  }
+  if (!old && trainers_.size() >= options_.max_trainers) {
+    return Status::ResourceExhausted("pserver serves its maximum of " +
+                                     std::to_string(options_.max_trainers) + " trainers");
+  }
+  auto t = std::make_shared<Trainer>();
+  t->index = index;
+  t->id = trainer_id;
+  t->credit = credit;
+  if (old) endpoint_->RemovePeer(old->peer);
+  FABPS_ASSIGN_OR_RETURN(t->peer, endpoint_->AddPeer(address));
+  t->landing_bytes = slot_bytes_ * options_.slots_per_trainer;
+  t->landing = ::mmap(nullptr, t->landing_bytes, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+  if (t->landing == MAP_FAILED) {
+    t->landing = nullptr;
+    return PosixError("mmap landing slots", errno);
+  }
+  FABPS_ASSIGN_OR_RETURN(t->landing_mr, fabric_->Register(t->landing, t->landing_bytes));
+  t->busy.reset(new std::atomic<bool>[options_.slots_per_trainer]);
+  for (uint32_t s = 0; s < options_.slots_per_trainer; s++) t->busy[s] = false;
+  if (index == trainers_.size()) {
+    trainers_.push_back(t);
+  } else {
+    trainers_[index] = t;  // in-flight applies of the old one keep it alive
+  }
+  FABPS_LOG(INFO) << "trainer " << trainer_id << " registered as index " << index
+                  << (old ? " (re-registered)" : "");
+  TrainerRegistration reg;
+  reg.trainer_index = index;
+  reg.landing_region = t->landing_mr->remote().Serialize();
+  reg.num_slots = options_.slots_per_trainer;
+  reg.slot_bytes = slot_bytes_;
+  return reg;
+}
+
+void DataPlane::Reject(const std::string& why) {
+  rejected_++;
+  uint64_t n = reject_logs_++;
+  if (n < 20 || (n & (n - 1)) == 0) FABPS_LOG(WARNING) << "rejected push: " << why;
+}
+
+void DataPlane::OnImmediate(uint64_t data) {
+  auto imm = wire::DecodePush(data);
+  if (!imm.ok()) return Reject(imm.status().message());
+  std::shared_ptr<Trainer> t;
+  {
+    std::shared_lock<std::shared_mutex> l(mu_);
+    if (imm->trainer < trainers_.size()) t = trainers_[imm->trainer];
+  }
+  if (!t) return Reject("unknown trainer index " + std::to_string(imm->trainer));
+  if (imm->slot >= options_.slots_per_trainer) {
+    Reject("slot " + std::to_string(imm->slot) + " out of range");
+    return SendCredit(t, imm->slot, imm->block, Status::Code::kInvalidArgument);
+  }
+  Shard* shard = shard_.load();
+  auto region = shard ? shard->ValueRegion(imm->block) : Result<BlockRegion>(Status::FailedPrecondition("no shard"));
+  if (!region.ok()) {
+    Reject("block " + std::to_string(imm->block) + ": " + region.status().message());
+    return SendCredit(t, imm->slot, imm->block, Status::Code::kInvalidArgument);
+  }
+  bool expected = false;
+  if (!t->busy[imm->slot].compare_exchange_strong(expected, true)) {
+    // The trainer wrote into a slot whose apply is still running: its own
+    // bookkeeping is broken. Refuse without a credit (it already owes one).
+    return Reject("slot " + std::to_string(imm->slot) + " of trainer " + std::to_string(t->id) +
+                  " reused before its credit");
+  }
+  GradientRef g;
+  g.block = imm->block;
+  g.format = GradientFormat::kDense;
+  g.data = static_cast<char*>(t->landing) + imm->slot * slot_bytes_;
+  g.bytes = region->bytes;
+  uint32_t slot = imm->slot, block = imm->block;
+  size_t bytes = region->bytes;
+  Status s = shard->ApplyAsync(g, [this, t, slot, block, bytes](const Status& st) {
+    if (st.ok()) {
+      applied_++;
+      bytes_applied_ += bytes;
+    } else {
+      Reject("apply of block " + std::to_string(block) + ": " + st.ToString());
+    }
+    t->busy[slot] = false;
+    SendCredit(t, slot, block, st.code());
+  });
+  if (!s.ok()) {
+    t->busy[slot] = false;
+    Reject("block " + std::to_string(block) + ": " + s.ToString());
+    SendCredit(t, slot, block, s.code());
+  }
+}
+
+void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot, uint32_t block,
+                           Status::Code code) {
+  wire::CreditImm c;
+  c.pserver = options_.pserver_index;
+  c.slot = slot;
+  c.code = code;
+  c.block = block;
+  auto w = endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0, wire::EncodeCredit(c),
+                            Deadline::InMs(5000));
+  if (!w.ok()) FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": " << w.status().ToString();
+}
+
+DataPlaneStats DataPlane::stats() const {
+  DataPlaneStats s;
+  s.applied = applied_;
+  s.rejected = rejected_;
+  s.bytes_applied = bytes_applied_;
+  std::shared_lock<std::shared_mutex> l(mu_);
+  s.trainers = static_cast<uint32_t>(trainers_.size());
+  return s;
+}
+
+}  // namespace fabps::pserver

@@ -1,0 +1,105 @@
+// DataPlane: the pserver's side of the fabric. It owns the endpoint, the
+// registration of the shard arena (trainers RMA-read parameter values from
+// it) and one landing region per registered trainer, cut into slots that the
+// trainer RMA-writes gradient blocks into. Each write carries immediate data
+// (pserver/wire.h) naming trainer, slot and block; the data plane validates
+// it, hands the slot to Shard::ApplyAsync, and when the apply is done writes
+// a credit (zero bytes with immediate data) back to the trainer, who may
+// then reuse the slot. A trainer thus never overwrites a slot that is not yet
+// applied, and a push's completion on the trainer means "applied".
+//
+// Validation: immediate data, trainer index, slot, block ownership and the
+// block's size all come from a peer; anything wrong is counted, logged
+// (rate-limited) and answered with an error credit when the sender is known.
+// Only the trainer that registered a landing region knows its key, so a
+// trainer can write only into its own slots.
+//
+// Threads: the endpoint's progress thread runs the immediate handler; TBB
+// workers run applies and send credits. Public methods are thread safe.
+#ifndef FABPS_PSERVER_DAEMON_DATA_PLANE_H_
+#define FABPS_PSERVER_DAEMON_DATA_PLANE_H_
+
+#include <atomic>
+#include <memory>
+#include <mutex>
+#include <shared_mutex>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "pserver/shard.h"
+#include "transport/fabric.h"
+
+namespace fabps::pserver {
+
+struct DataPlaneOptions {
+  std::string provider = "auto";
+  std::string interface_address;  // for tcp/verbs/sockets; "" lets the provider pick
+  uint32_t pserver_index = 0;
+  uint32_t slots_per_trainer = 8;  // 1..256
+  uint32_t max_trainers = 256;     // 1..65535
+};
+
+struct TrainerRegistration {
+  uint32_t trainer_index = 0;
+  std::string landing_region;  // RemoteRegion bytes
+  uint32_t num_slots = 0;
+  uint64_t slot_bytes = 0;
+};
+
+struct DataPlaneStats {
+  uint64_t applied = 0;
+  uint64_t rejected = 0;
+  uint64_t bytes_applied = 0;
+  uint32_t trainers = 0;
+};
+
+class DataPlane {
+ public:
+  static Result<std::unique_ptr<DataPlane>> Create(const DataPlaneOptions& options);
+  ~DataPlane();
+
+  std::string provider() const { return fabric_->provider(); }
+  std::string address() const { return endpoint_->address(); }
+
+  // Starts serving `shard`: registers its arena. `shard` must outlive the
+  // data plane (or until Detach). Pushes that arrive before this are refused.
+  Status AttachShard(Shard* shard);
+  // The arena's remote descriptor (bytes); empty before AttachShard.
+  std::string arena_region() const;
+
+  // Registers (or re-registers, after a reconnect: same trainer_id, same
+  // index, new address) a trainer. Requires an attached shard.
+  Result<TrainerRegistration> RegisterTrainer(int64_t trainer_id, const std::string& address,
+                                              const std::string& credit_region,
+                                              uint64_t max_slot_bytes);
+
+  DataPlaneStats stats() const;
+
+ private:
+  struct Trainer;
+  explicit DataPlane(const DataPlaneOptions& options) : options_(options) {}
+  void OnImmediate(uint64_t data);
+  void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot, uint32_t block,
+                  Status::Code code);
+  void Reject(const std::string& why);
+
+  const DataPlaneOptions options_;
+  std::unique_ptr<transport::Fabric> fabric_;
+  std::unique_ptr<transport::Endpoint> endpoint_;
+  std::unique_ptr<transport::MemoryRegion> arena_mr_;
+  std::vector<char> scratch_;  // source of zero-byte credit writes
+  std::unique_ptr<transport::MemoryRegion> scratch_mr_;
+  std::atomic<Shard*> shard_{nullptr};
+  uint64_t slot_bytes_ = 0;
+
+  mutable std::shared_mutex mu_;
+  std::vector<std::shared_ptr<Trainer>> trainers_;  // by trainer index
+
+  std::atomic<uint64_t> applied_{0}, rejected_{0}, bytes_applied_{0};
+  std::atomic<uint64_t> reject_logs_{0};
+};
+
+}  // namespace fabps::pserver
+
+#endif  // FABPS_PSERVER_DAEMON_DATA_PLANE_H_
