@@ -397,7 +397,12 @@ Status LocalStore::SyncLocked() {
       return broken_ = Status::Corruption(snapshot_path_ + " is missing");
     return PosixError("stat " + snapshot_path_, errno);
   }
-  if (st.st_ino != snapshot_ino_) {
+  // A new SNAPSHOT has a new inode; after two compactions an inode number
+  // may come back, but then the log we follow has been unlinked.
+  struct stat log_st;
+  const bool log_unlinked =
+      log_fd_ >= 0 && ::fstat(log_fd_, &log_st) == 0 && log_st.st_nlink == 0;
+  if (st.st_ino != snapshot_ino_ || log_unlinked) {
     // Another process compacted (or this is Open): finish the log we follow,
     // then continue from the new snapshot.
     if (log_fd_ >= 0) FABPS_RETURN_IF_ERROR(ReadLogLocked());
@@ -602,7 +607,7 @@ void LocalStore::PollLoop() {
                        snap.st_ino != snapshot_ino_ ||
                        ::fstat(log_fd_, &log) != 0 ||
                        static_cast<uint64_t>(log.st_size) != log_offset_ ||
-                       state_.NextExpiryMs() <= WallMs();
+                       log.st_nlink == 0 || state_.NextExpiryMs() <= WallMs();
         if (changed) {
           lock.unlock();
           Locked locked(this, Deadline::InMs(1000));

@@ -17,11 +17,13 @@ using Code = Status::Code;
 class LocalStoreTest : public ::testing::Test {
  protected:
   std::string Spec() const { return "local:" + dir_.File("store"); }
-  Result<std::unique_ptr<Store>> Open(int64_t compact_bytes = 4 << 20) {
+  Result<std::unique_ptr<Store>> Open(int64_t compact_bytes = 4 << 20,
+                                      int64_t poll_ms = 10) {
     StoreOptions o;
     o.spec = Spec();
     o.job = "job";
     o.local_compact_log_bytes = compact_bytes;
+    o.poll_interval_ms = poll_ms;
     return OpenStore(o);
   }
   std::string File(const std::string& name) const {
@@ -204,6 +206,34 @@ TEST_F(LocalStoreTest, CompactionKeepsStateAndFollowers) {
   // History before the last snapshot is gone.
   EXPECT_EQ((*re)->WatchKeys("k/", true, 1, D()).status().code(),
             Code::kFailedPrecondition);
+}
+
+// A process that sleeps through several compactions (no polling here) cannot
+// replay what it missed: its watches end, and its reads see the new state.
+TEST_F(LocalStoreTest, FollowerBehindSeveralCompactionsReloads) {
+  auto writer = Open(/*compact_bytes=*/1024);
+  auto sleeper = Open(/*compact_bytes=*/1 << 30, /*poll_ms=*/600000);
+  ASSERT_TRUE(writer.ok() && sleeper.ok());
+  auto w = (*sleeper)->WatchKeys("k/", true, 0, D());
+  ASSERT_TRUE(w.ok());
+  for (int i = 0; i < 200; ++i) {
+    ASSERT_TRUE((*writer)
+                    ->Put("k/" + std::to_string(i % 5), std::to_string(i),
+                          kNoLease, D())
+                    .ok());
+  }
+  auto g = (*sleeper)->Get("k/4", D());
+  ASSERT_TRUE(g.ok()) << g.status().ToString();
+  EXPECT_EQ(g->value, "199");
+  std::vector<WatchEvent> events;
+  Status end;
+  for (int i = 0; i < 3 && end.ok(); ++i) {
+    end = (*w)->Next(&events, Deadline::InMs(2000));
+  }
+  EXPECT_EQ(end.code(), Code::kFailedPrecondition) << end.ToString();
+  // New writes reach the sleeper again.
+  ASSERT_TRUE((*writer)->Put("k/0", "fresh", kNoLease, D()).ok());
+  EXPECT_EQ((*sleeper)->Get("k/0", D())->value, "fresh");
 }
 
 }  // namespace
