@@ -19,6 +19,7 @@
 #include "master/store_journal.h"
 #include "master/task_dispatcher.h"
 #include "recordio/writer.h"
+#include "tests/util/etcd_server.h"
 #include "tests/util/subprocess.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/master/Master.h"
@@ -77,13 +78,13 @@ Row RunClients(int clients, double seconds, Fn fn) {
 }
 
 int RunRpc(const std::string& glob, const std::string& state,
-           const std::string& log, double seconds,
+           const std::string& log, const std::string& store, double seconds,
            const std::vector<int>& client_counts) {
   std::string port_file = state + ".port";
   auto master = testing::Subprocess::Start(
       {testing::BuiltBinary("master/fabps-master"), "--state-dir", state,
        "--port", "0", "--port-file", port_file, "--chunks-per-task", "1",
-       "--worker-threads", "8", "--compact-every", "1000"},
+       "--worker-threads", "8", "--compact-every", "1000", "--store", store},
       log);
   if (!master.ok()) return 1;
   int port = 0;
@@ -108,8 +109,8 @@ int RunRpc(const std::string& glob, const std::string& state,
       return 1;
     }
   }
-  std::printf(
-      "# GetTask+TaskFinished over Thrift, fabps-master on the local store\n");
+  std::printf("# GetTask+TaskFinished over Thrift, fabps-master on %s\n",
+              store.c_str());
   std::printf("%7s %8s %9s %9s %9s\n", "clients", "iters", "total_s", "rt/sec",
               "usec/rt");
   for (int clients : client_counts) {
@@ -199,6 +200,7 @@ int main(int argc, char** argv) {
   std::vector<int> clients = {1, 2, 4, 8};
   int chunks = 5000;
   bool in_process = true;
+  bool etcd = false;
   app.add_option("--seconds", seconds, "per row")
       ->check(CLI::Range(0.1, 600.0));
   app.add_option("--clients", clients, "client counts")
@@ -206,6 +208,8 @@ int main(int argc, char** argv) {
   app.add_option("--tasks", chunks, "tasks in the dataset")
       ->check(CLI::Range(1, 1000000));
   app.add_flag("!--no-in-process", in_process, "skip the in-process table");
+  app.add_flag("--etcd", etcd,
+               "run the master on a fresh etcd instead of the local store");
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {
@@ -217,7 +221,18 @@ int main(int argc, char** argv) {
   fabps::testing::TempDir dir;
   std::string glob = fabps::MakeDataset(dir.path(), chunks);
   if (glob.empty()) return 1;
-  int rc = fabps::RunRpc(glob, dir.File("state"), dir.File("master.log"),
+  std::unique_ptr<fabps::testing::EtcdServer> etcd_server;
+  std::string store = "local:" + dir.File("state");
+  if (etcd) {
+    auto e = fabps::testing::EtcdServer::Start();
+    if (!e.ok()) {
+      std::fprintf(stderr, "etcd: %s\n", e.status().ToString().c_str());
+      return 1;
+    }
+    etcd_server = std::move(e).value();
+    store = "etcd:" + etcd_server->client_url();
+  }
+  int rc = fabps::RunRpc(glob, dir.File("state"), dir.File("master.log"), store,
                          seconds, clients);
   if (rc == 0 && in_process)
     rc = fabps::RunInProcess(glob, dir.File("store2"), seconds, clients);

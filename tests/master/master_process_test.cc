@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "tests/master/test_dataset.h"
+#include "tests/util/etcd_server.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/master/Master.h"
 
@@ -84,6 +85,10 @@ class MasterProcessTest : public ::testing::Test {
       std::fprintf(stderr, "%s\n",
                    testing::ReadFileOrEmpty(dir_.File("master.log")).c_str());
   }
+  // Sets a dataset, finishes some tasks, keeps some pending, SIGKILLs the
+  // master and checks that a new one on the same store resumes exactly.
+  void RunRestartScenario(const std::vector<std::string>& store_flags);
+
   testing::TempDir dir_;
   MasterProcess master_;
 };
@@ -162,7 +167,8 @@ TEST_F(MasterProcessTest,
   EXPECT_EQ(st.pass_id, 1);
 }
 
-TEST_F(MasterProcessTest, KilledAndRestartedMasterResumesExactly) {
+void MasterProcessTest::RunRestartScenario(
+    const std::vector<std::string>& store_flags) {
   std::string glob = testing::MakeDataset(dir_.path(), 2, 5, 1);  // 10 chunks
   std::vector<std::string> flags = {"--chunks-per-task", "1", "--compact-every",
                                     "4"};
@@ -202,6 +208,18 @@ TEST_F(MasterProcessTest, KilledAndRestartedMasterResumesExactly) {
   }
   EXPECT_EQ(GetTask(c.get(), 0).result, gen::GetTaskResult::PASS_FINISHED);
   EXPECT_EQ(GetStatus(c.get()).pass_id, 1);
+}
+
+TEST_F(MasterProcessTest, KilledAndRestartedMasterResumesExactly) {
+  RunRestartScenario({});
+}
+
+TEST_F(MasterProcessTest, KilledAndRestartedMasterResumesExactlyOnEtcd) {
+  if (testing::EtcdServer::BinaryPath().empty())
+    GTEST_SKIP() << "no etcd binary";
+  auto etcd = testing::EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
+  RunRestartScenario({"--store", "etcd:" + (*etcd)->client_url()});
 }
 
 TEST_F(MasterProcessTest, DifferentDatasetRefusedClearly) {
