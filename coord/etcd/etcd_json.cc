@@ -125,4 +125,22 @@ Status ParseKeyValue(const Json& j, KeyValue* kv) {
   return Status::OK();
 }
 
+Status HeaderRevision(const Json& reply, int64_t* rev) {
+  auto h = reply.find("header");
+  if (h == reply.end() || !h->is_object()) {
+    return Status::Corruption("etcd reply without a header");
+  }
+  return Int64Field(*h, "revision", rev);
+}
+
+const Json& ArrayField(const Json& j, const char* name) {
+  static const Json kEmpty = Json::array();
+  auto it = j.find(name);
+  if (it == j.end() || it->is_null()) return kEmpty;
+  if (!it->is_array())
+    throw Json::type_error::create(302, std::string(name) + " is not an array",
+                                   nullptr);
+  return *it;
+}
+
 }  // namespace fabps::coord::etcd

@@ -28,6 +28,25 @@ Status BytesField(const Json& j, const char* name, std::string* out);
 // A mvccpb.KeyValue object; the key is left absolute.
 Status ParseKeyValue(const Json& j, KeyValue* kv);
 
+// Runs `f` (which reads JSON and returns a Status or Result) and turns the
+// exceptions of nlohmann::json on unexpected types into kCorruption.
+template <typename F>
+auto Parsing(const char* what, F f) -> decltype(f()) {
+  try {
+    return f();
+  } catch (const Json::exception& e) {
+    return Status::Corruption(std::string("malformed etcd ") + what +
+                              " reply: " + e.what());
+  }
+}
+
+// header.revision of a reply.
+Status HeaderRevision(const Json& reply, int64_t* rev);
+
+// The array field `name` (empty when absent); throws a Json::exception when
+// it is not an array (use inside Parsing).
+const Json& ArrayField(const Json& j, const char* name);
+
 }  // namespace fabps::coord::etcd
 
 #endif  // FABPS_COORD_ETCD_ETCD_JSON_H_
