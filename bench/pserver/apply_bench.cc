@@ -132,6 +132,73 @@ void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
   state.counters["x_roofline_mean"] = roof_s / apply_s;
 }
 
+// The traffic bound of a rule: the same arrays a rule streams (gradient,
+// values and `state` state arrays, all read and written back), with no
+// arithmetic to speak of, beside the same roofline. A rule that matches this
+// is limited by memory traffic, not by its math.
+void BM_TrafficBound(benchmark::State& state) {
+  const int threads = static_cast<int>(state.range(0));
+  const int slots = static_cast<int>(state.range(1));
+  std::vector<std::vector<float>> arrays(2 + slots,
+                                         std::vector<float>(kElements, 0.5f));
+  float* w = arrays[0].data();
+  const float* g = arrays[1].data();
+  float* s0 = slots > 0 ? arrays[2].data() : nullptr;
+  float* s1 = slots > 1 ? arrays[3].data() : nullptr;
+  tbb::task_arena arena(threads);
+  auto run = [&](bool roofline) {
+    arena.execute([&] {
+      tbb::parallel_for(
+          0, threads,
+          [&](int t) {
+            size_t lo = kElements * t / threads,
+                   hi = kElements * (t + 1) / threads;
+            float* __restrict wp = w;
+            const float* __restrict gp = g;
+            float* __restrict ap = s0;
+            float* __restrict bp = s1;
+            if (roofline || slots == 0) {
+              for (size_t i = lo; i < hi; ++i) wp[i] -= 1e-7f * gp[i];
+            } else if (slots == 1) {
+              for (size_t i = lo; i < hi; ++i) {
+                float a = ap[i] * 0.5f + gp[i];
+                ap[i] = a;
+                wp[i] -= 1e-7f * a;
+              }
+            } else {
+              for (size_t i = lo; i < hi; ++i) {
+                float a = ap[i] * 0.5f + gp[i];
+                float b = bp[i] * 0.5f + gp[i];
+                ap[i] = a;
+                bp[i] = b;
+                wp[i] -= 1e-7f * (a + b);
+              }
+            }
+          },
+          tbb::static_partitioner());
+    });
+  };
+  run(true);
+  run(false);
+  double roof_best = 1e9, bound_best = 1e9;
+  for (auto _ : state) {
+    auto t0 = std::chrono::steady_clock::now();
+    run(true);
+    auto t1 = std::chrono::steady_clock::now();
+    run(false);
+    auto t2 = std::chrono::steady_clock::now();
+    roof_best = std::min(roof_best, Seconds(t1 - t0));
+    bound_best = std::min(bound_best, Seconds(t2 - t1));
+    state.SetIterationTime(Seconds(t2 - t1));
+  }
+  const double grad_bytes = static_cast<double>(kElements) * 4;
+  state.SetBytesProcessed(
+      static_cast<int64_t>(grad_bytes * state.iterations()));
+  state.counters["roofline_GBps"] = grad_bytes / roof_best / 1e9;
+  state.counters["apply_GBps"] = grad_bytes / bound_best / 1e9;
+  state.counters["x_roofline"] = roof_best / bound_best;
+}
+
 void Args(benchmark::internal::Benchmark* b) {
   b->ArgName("threads")->Arg(1)->Arg(2)->UseManualTime()->Unit(
       benchmark::kMillisecond);
@@ -144,6 +211,15 @@ BENCHMARK_CAPTURE(BM_Apply, momentum, RuleKind::kMomentum, kDense)->Apply(Args);
 BENCHMARK_CAPTURE(BM_Apply, nesterov, RuleKind::kNesterov, kDense)->Apply(Args);
 BENCHMARK_CAPTURE(BM_Apply, adam, RuleKind::kAdam, kDense)->Apply(Args);
 BENCHMARK_CAPTURE(BM_Apply, adagrad, RuleKind::kAdaGrad, kDense)->Apply(Args);
+// state:1 is the traffic of momentum, Nesterov and AdaGrad; state:2 of Adam.
+BENCHMARK(BM_TrafficBound)
+    ->ArgNames({"threads", "state"})
+    ->Args({1, 1})
+    ->Args({2, 1})
+    ->Args({1, 2})
+    ->Args({2, 2})
+    ->UseManualTime()
+    ->Unit(benchmark::kMillisecond);
 
 }  // namespace
 }  // namespace fabps::pserver
