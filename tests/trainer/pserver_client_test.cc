@@ -1,0 +1,267 @@
+// Trainers against real fabps-pserver processes over a real fabric:
+// exactness of SGD, Adam against a reference, one initializer, dead peers,
+// checkpoint recovery.
+#include <signal.h>
+#include <sys/wait.h>
+
+#include <atomic>
+#include <cmath>
+#include <numeric>
+#include <thread>
+#include <vector>
+
+#include <gtest/gtest.h>
+
+#include "tests/trainer/pserver_cluster.h"
+#include "trainer/pserver_client.h"
+#include "transport/fabric.h"
+
+namespace fabps::trainer {
+namespace {
+
+using pserver::DType;
+using pserver::ParamSpec;
+using pserver::RuleKind;
+using testing::PServerCluster;
+
+constexpr uint64_t kBlock = 1024;  // elements per block in these tests
+constexpr int64_t kMs = 30000;
+
+// 1 element; exactly one block; several blocks with an odd tail.
+std::vector<ParamSpec> Specs() {
+  return {{"one", DType::kFloat32, {1}},
+          {"block", DType::kFloat32, {kBlock}},
+          {"many", DType::kFloat32, {3, kBlock + 5}}};
+}
+
+size_t Elements(const ParamSpec& s) {
+  size_t n = 1;
+  for (auto d : s.shape) n *= d;
+  return n;
+}
+
+PServerClientOptions ClientOptions(const PServerCluster& c, const std::string& provider,
+                                   RuleKind rule = RuleKind::kSgd, double lr = 1.0) {
+  PServerClientOptions o;
+  o.addresses = c.addresses();
+  o.provider = provider;
+  if (provider != "shm") o.interface_address = "127.0.0.1";
+  o.block_elements = kBlock;
+  o.default_rule.kind = rule;
+  o.default_rule.learning_rate = lr;
+  o.init_wait_ms = kMs;
+  return o;
+}
+
+// Integer-valued initial values and gradients, so SGD with lr 1 is exact.
+float InitValue(size_t p, size_t i) { return static_cast<float>((i * 7 + p * 3) % 100); }
+float GradValue(int trainer, int step, size_t p, size_t i) {
+  return static_cast<float>(((i + 1) * (trainer + 2) + step * 5 + p) % 9) - 4.0f;
+}
+
+Status InitAll(PServerClient* c) {
+  auto specs = Specs();
+  for (size_t p = 0; p < specs.size(); p++) {
+    std::vector<float> v(Elements(specs[p]));
+    for (size_t i = 0; i < v.size(); i++) v[i] = InitValue(p, i);
+    FABPS_RETURN_IF_ERROR(c->InitParam(specs[p], v.data(), v.size() * sizeof(float)));
+  }
+  return c->FinishInitParams();
+}
+
+class PServerClientTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    transport::FabricOptions o;
+    o.provider = GetParam();
+    if (!transport::OpenFabric(o).ok()) GTEST_SKIP() << GetParam() << " not available here";
+  }
+};
+
+TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  const int kTrainers = 3, kSteps = 4;
+  std::vector<std::unique_ptr<PServerClient>> clients;
+  for (int t = 0; t < kTrainers; t++) {
+    auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    clients.push_back(std::move(*c));
+  }
+  auto sel = clients[0]->BeginInitParams(true);
+  ASSERT_TRUE(sel.ok() && *sel) << sel.status().ToString();
+  ASSERT_TRUE(InitAll(clients[0].get()).ok());
+  for (int t = 1; t < kTrainers; t++) {
+    auto s = clients[t]->BeginInitParams(false);
+    ASSERT_TRUE(s.ok() && !*s);
+  }
+  auto specs = Specs();
+  std::vector<std::thread> threads;
+  std::atomic<int> failures{0};
+  for (int t = 0; t < kTrainers; t++) {
+    threads.emplace_back([&, t] {
+      std::vector<std::vector<float>> g(specs.size());
+      for (int step = 0; step < kSteps; step++) {
+        std::vector<ParamBuffer> bufs;
+        for (size_t p = 0; p < specs.size(); p++) {
+          g[p].resize(Elements(specs[p]));
+          for (size_t i = 0; i < g[p].size(); i++) g[p][i] = GradValue(t, step, p, i);
+          bufs.push_back({specs[p].name, g[p].data(), g[p].size() * sizeof(float)});
+        }
+        auto h = clients[t]->SendGrads(bufs, Deadline::InMs(kMs));
+        if (!h.ok() || !clients[t]->Wait(*h, Deadline::InMs(kMs)).ok()) failures++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(failures.load(), 0);
+  for (int t = 0; t < kTrainers; t++) {
+    for (size_t p = 0; p < specs.size(); p++) {
+      std::vector<float> got(Elements(specs[p]), -1e9f);
+      ASSERT_TRUE(clients[t]
+                      ->GetParams({{specs[p].name, got.data(), got.size() * sizeof(float)}},
+                                  Deadline::InMs(kMs))
+                      .ok());
+      for (size_t i = 0; i < got.size(); i++) {
+        float want = InitValue(p, i);
+        for (int tt = 0; tt < kTrainers; tt++)
+          for (int step = 0; step < kSteps; step++) want -= GradValue(tt, step, p, i);
+        ASSERT_EQ(got[i], want) << specs[p].name << "[" << i << "] seen by trainer " << t;
+      }
+    }
+  }
+}
+
+TEST_P(PServerClientTest, AdamMatchesReference) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam(), RuleKind::kAdam, 0.01));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto specs = Specs();
+  const size_t p = 2;  // "many": several blocks on both pservers
+  size_t n = Elements(specs[p]);
+  std::vector<double> w(n), m(n, 0), v(n, 0);
+  for (size_t i = 0; i < n; i++) w[i] = InitValue(p, i);
+  std::vector<float> g(n), got(n);
+  const double b1 = 0.9, b2 = 0.999, eps = 1e-8, lr = 0.01;
+  for (int step = 1; step <= 5; step++) {
+    for (size_t i = 0; i < n; i++) g[i] = GradValue(0, step, p, i) * 0.5f;
+    auto h = (*c)->SendGrads({{specs[p].name, g.data(), n * sizeof(float)}}, Deadline::InMs(kMs));
+    ASSERT_TRUE(h.ok());
+    ASSERT_TRUE((*c)->Wait(*h, Deadline::InMs(kMs)).ok());
+    for (size_t i = 0; i < n; i++) {
+      m[i] = b1 * m[i] + (1 - b1) * g[i];
+      v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
+      double mh = m[i] / (1 - std::pow(b1, step)), vh = v[i] / (1 - std::pow(b2, step));
+      w[i] -= lr * mh / (std::sqrt(vh) + eps);
+    }
+  }
+  ASSERT_TRUE((*c)->GetParams({{specs[p].name, got.data(), n * sizeof(float)}},
+                              Deadline::InMs(kMs)).ok());
+  for (size_t i = 0; i < n; i++) ASSERT_NEAR(got[i], w[i], 1e-4 * (1 + std::fabs(w[i]))) << i;
+}
+
+TEST_P(PServerClientTest, OnlyOneTrainerInitializes) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  const int kTrainers = 3;
+  std::atomic<int> initializers{0}, errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kTrainers; t++) {
+    threads.emplace_back([&] {
+      auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+      if (!c.ok()) return void(errors++);
+      auto sel = (*c)->BeginInitParams(true);  // everyone volunteers
+      if (!sel.ok()) return void(errors++);
+      if (*sel) {
+        initializers++;
+        if (!InitAll(c->get()).ok()) errors++;
+      }
+      std::vector<float> one(1);
+      if (!(*c)->GetParams({{"one", one.data(), sizeof(float)}}, Deadline::InMs(kMs)).ok() ||
+          one[0] != InitValue(0, 0)) {
+        errors++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  EXPECT_EQ(errors.load(), 0);
+  EXPECT_EQ(initializers.load(), 1);
+}
+
+TEST_P(PServerClientTest, DeadPserverFailsWithinDeadline) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  std::vector<float> many(3 * (kBlock + 5), 1.0f);
+  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}}, Deadline::InMs(kMs)).ok());
+  cluster.proc(1).Kill();
+  auto start = std::chrono::steady_clock::now();
+  Status s;
+  for (int i = 0; i < 20 && s.ok(); i++) {
+    auto h = (*c)->SendGrads({{"many", many.data(), many.size() * 4}}, Deadline::InMs(2000));
+    s = h.ok() ? (*c)->Wait(*h, Deadline::InMs(2000)) : h.status();
+  }
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  EXPECT_FALSE(s.ok()) << "pushes to a dead pserver kept succeeding";
+  EXPECT_LT(secs, 30.0);
+  std::printf("error seen: %s after %.1f s\n", s.ToString().c_str(), secs);
+}
+
+TEST_P(PServerClientTest, RestartedPserverServesItsCheckpoint) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  std::vector<float> before(3 * (kBlock + 5));
+  {
+    auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+    ASSERT_TRUE(c.ok());
+    ASSERT_TRUE((*c)->BeginInitParams(true).value());
+    ASSERT_TRUE(InitAll(c->get()).ok());
+    std::vector<float> g(before.size(), 2.0f);
+    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+    ASSERT_TRUE(h.ok() && (*c)->Wait(*h, Deadline::InMs(kMs)).ok());
+    ASSERT_TRUE((*c)->GetParams({{"many", before.data(), before.size() * 4}},
+                                Deadline::InMs(kMs)).ok());
+  }
+  // SIGTERM: the pserver checkpoints and exits 0; it comes back from it.
+  auto st = cluster.proc(0).Stop(20000);
+  ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0)
+      << testing::ReadFileOrEmpty(cluster.log(0));
+  ASSERT_TRUE(cluster.Start(0).ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  EXPECT_FALSE((*c)->BeginInitParams(true).value()) << "a recovered pserver is initialized";
+  std::vector<float> after(before.size(), -1);
+  ASSERT_TRUE((*c)->GetParams({{"many", after.data(), after.size() * 4}},
+                              Deadline::InMs(kMs)).ok());
+  EXPECT_EQ(after, before);
+}
+
+TEST_P(PServerClientTest, WrongSizesAndNamesAreRefused) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  std::vector<float> buf(10);
+  auto h = (*c)->SendGrads({{"block", buf.data(), buf.size() * 4}}, Deadline::InMs(kMs));
+  EXPECT_EQ(h.status().code(), Status::Code::kInvalidArgument);
+  auto h2 = (*c)->SendGrads({{"nope", buf.data(), 4}}, Deadline::InMs(kMs));
+  EXPECT_EQ(h2.status().code(), Status::Code::kNotFound);
+  EXPECT_FALSE((*c)->GetParams({{"one", buf.data(), 8}}, Deadline::InMs(kMs)).ok());
+}
+
+INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
+                         ::testing::Values("tcp;ofi_rxm", "shm"),
+                         [](const ::testing::TestParamInfo<std::string>& i) {
+                           return i.param == "shm" ? std::string("shm") : std::string("tcp");
+                         });
+
+}  // namespace
+}  // namespace fabps::trainer
