@@ -5,6 +5,7 @@
 #include <cinttypes>
 #include <cstdio>
 #include <cstring>
+#include <future>
 
 #include "base/crc32c.h"
 #include "base/log.h"
@@ -76,10 +77,19 @@ Status WriteFile(const Shard& shard, const std::string& tmp, uint64_t sequence,
   h.U32(info->header_crc);
   FABPS_RETURN_IF_ERROR(f.Append(header.data(), header.size()));
 
-  // Reused across calls on this thread: a fresh multi-MiB buffer per
-  // checkpoint costs its first-touch page faults every time.
-  thread_local std::string record;
+  // Two record buffers: while one large record is written on a helper
+  // thread, the next block is copied and checksummed, so the copy and the
+  // CRC hide behind the disk. Small records go through AppendFile's buffer
+  // on this thread. Only one Append runs at a time (AppendFile is not
+  // thread-safe): `writing` is always waited for first. The buffers are
+  // reused across calls on this thread: fresh multi-MiB buffers would pay
+  // their first-touch page faults on every checkpoint.
+  constexpr size_t kAsyncRecordBytes = 1 << 20;
+  thread_local std::string records[2];
+  std::future<Status> writing;  // declared after f and records: joins first
+  int cur = 0;
   for (uint32_t id : ids) {
+    std::string& record = records[cur];
     // Copy under the block lock; checksum and write after releasing it.
     FABPS_RETURN_IF_ERROR(shard.ReadBlockLocked(id, [&](const BlockView& v) {
       int slots = StateSlots(v.rule);
@@ -97,8 +107,17 @@ Status WriteFile(const Shard& shard, const std::string& tmp, uint64_t sequence,
     }));
     uint32_t crc = crc32c::Value(record.data(), record.size());
     record.append(reinterpret_cast<const char*>(&crc), 4);
-    FABPS_RETURN_IF_ERROR(f.Append(record.data(), record.size()));
+    if (writing.valid()) FABPS_RETURN_IF_ERROR(writing.get());
+    if (record.size() >= kAsyncRecordBytes) {
+      writing = std::async(std::launch::async, [&f, &record] {
+        return f.Append(record.data(), record.size());
+      });
+      cur ^= 1;
+    } else {
+      FABPS_RETURN_IF_ERROR(f.Append(record.data(), record.size()));
+    }
   }
+  if (writing.valid()) FABPS_RETURN_IF_ERROR(writing.get());
 
   std::string footer;
   ByteWriter ft(&footer);

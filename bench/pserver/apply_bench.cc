@@ -7,7 +7,7 @@
 // An iteration hands all 64 blocks to ApplyAsync and waits for the
 // callbacks (the daemon's path). The roofline is a plain `w -= a * g` over
 // the same value array (in the shard's arena) and the same gradient buffer,
-// split evenly over the same number of threads; it runs right before each
+// split evenly over the same number of plain threads; it runs right before each
 // apply iteration, so both see the same machine load. Reported:
 //   bytes_per_second  gradient bytes consumed by the apply (mean)
 //   apply_GBps        the same, best iteration
@@ -15,15 +15,13 @@
 //   x_roofline        apply_GBps / roofline_GBps (best of each)
 //   x_roofline_mean   the same ratio from the mean times
 #include <benchmark/benchmark.h>
-#include <oneapi/tbb/parallel_for.h>
-#include <oneapi/tbb/partitioner.h>
-#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
 #include <memory>
+#include <thread>
 #include <vector>
 
 #include "base/check.h"
@@ -40,6 +38,21 @@ enum Mode { kDense = 0, kClipNorm = 1 };
 
 double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
+}
+
+// Runs body(lo, hi) over [0, kElements) split evenly on `threads` plain
+// threads (the caller runs the first piece). Deliberately not TBB: the
+// roofline must be parallel for sure, whatever TBB's workers are doing.
+template <typename Body>
+void OnThreads(int threads, const Body& body) {
+  std::vector<std::thread> others;
+  for (int t = 1; t < threads; ++t) {
+    others.emplace_back([&, t] {
+      body(kElements * t / threads, kElements * (t + 1) / threads);
+    });
+  }
+  body(0, kElements / threads);
+  for (std::thread& th : others) th.join();
 }
 
 void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
@@ -69,20 +82,12 @@ void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
                                       region->offset);
   const float* g = grad.data();
 
-  tbb::task_arena roof_arena(threads);
   auto roofline = [&] {
-    const float a = 1e-7f;
-    roof_arena.execute([&] {
-      tbb::parallel_for(
-          0, threads,
-          [&](int t) {
-            size_t lo = kElements * t / threads,
-                   hi = kElements * (t + 1) / threads;
-            float* __restrict wp = w;
-            const float* __restrict gp = g;
-            for (size_t i = lo; i < hi; ++i) wp[i] -= a * gp[i];
-          },
-          tbb::static_partitioner());
+    OnThreads(threads, [&](size_t lo, size_t hi) {
+      const float a = 1e-7f;
+      float* __restrict wp = w;
+      const float* __restrict gp = g;
+      for (size_t i = lo; i < hi; ++i) wp[i] -= a * gp[i];
     });
   };
 
@@ -145,37 +150,29 @@ void BM_TrafficBound(benchmark::State& state) {
   const float* g = arrays[1].data();
   float* s0 = slots > 0 ? arrays[2].data() : nullptr;
   float* s1 = slots > 1 ? arrays[3].data() : nullptr;
-  tbb::task_arena arena(threads);
   auto run = [&](bool roofline) {
-    arena.execute([&] {
-      tbb::parallel_for(
-          0, threads,
-          [&](int t) {
-            size_t lo = kElements * t / threads,
-                   hi = kElements * (t + 1) / threads;
-            float* __restrict wp = w;
-            const float* __restrict gp = g;
-            float* __restrict ap = s0;
-            float* __restrict bp = s1;
-            if (roofline || slots == 0) {
-              for (size_t i = lo; i < hi; ++i) wp[i] -= 1e-7f * gp[i];
-            } else if (slots == 1) {
-              for (size_t i = lo; i < hi; ++i) {
-                float a = ap[i] * 0.5f + gp[i];
-                ap[i] = a;
-                wp[i] -= 1e-7f * a;
-              }
-            } else {
-              for (size_t i = lo; i < hi; ++i) {
-                float a = ap[i] * 0.5f + gp[i];
-                float b = bp[i] * 0.5f + gp[i];
-                ap[i] = a;
-                bp[i] = b;
-                wp[i] -= 1e-7f * (a + b);
-              }
-            }
-          },
-          tbb::static_partitioner());
+    OnThreads(threads, [&](size_t lo, size_t hi) {
+      float* __restrict wp = w;
+      const float* __restrict gp = g;
+      float* __restrict ap = s0;
+      float* __restrict bp = s1;
+      if (roofline || slots == 0) {
+        for (size_t i = lo; i < hi; ++i) wp[i] -= 1e-7f * gp[i];
+      } else if (slots == 1) {
+        for (size_t i = lo; i < hi; ++i) {
+          float a = ap[i] * 0.5f + gp[i];
+          ap[i] = a;
+          wp[i] -= 1e-7f * a;
+        }
+      } else {
+        for (size_t i = lo; i < hi; ++i) {
+          float a = ap[i] * 0.5f + gp[i];
+          float b = bp[i] * 0.5f + gp[i];
+          ap[i] = a;
+          bp[i] = b;
+          wp[i] -= 1e-7f * (a + b);
+        }
+      }
     });
   };
   run(true);

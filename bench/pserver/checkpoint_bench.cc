@@ -4,16 +4,17 @@
 // Shard: one float32 parameter of 16 Mi elements with Adam (values + two
 // state arrays: 192 MiB of payload). Write = WriteCheckpoint (block-by-block
 // snapshot, CRC32C, buffered writes, fsync, rename). Raw write = the same
-// payload byte count written in 1 MiB write(2) calls, then fsync, right
-// before each checkpoint write. Load = LoadCheckpoint (verify pass + restore
-// pass); raw read = one sequential read of the file right before (both
-// mostly from the page cache).
-// The directory is $FABPS_BENCH_DIR or a fresh one under /tmp.
+// payload bytes, straight from the shard's arena, in 1 MiB write(2) calls,
+// then fsync, right before each checkpoint write. Load = LoadCheckpoint (verify
+// pass + restore pass); raw read = one sequential read of the file right before
+// (both mostly from the page cache). The directory is $FABPS_BENCH_DIR or a
+// fresh one under /tmp.
 #include <benchmark/benchmark.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -61,14 +62,17 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// The raw baseline: `bytes` in 1 MiB write(2) calls, then fsync.
-void RawWrite(const std::string& path, uint64_t bytes) {
-  static std::vector<char> buf(1 << 20, 'x');
+// The raw baseline: the shard's arena bytes (the same payload the checkpoint
+// holds, from the same memory) in 1 MiB write(2) calls, then fsync.
+void RawWrite(const std::string& path, const Shard& shard, uint64_t bytes) {
+  const char* src = static_cast<const char*>(shard.arena_base());
+  FABPS_CHECK(bytes <= shard.arena_bytes());
   int fd = ::open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   FABPS_CHECK(fd >= 0);
-  for (uint64_t done = 0; done < bytes; done += buf.size()) {
-    FABPS_CHECK(::write(fd, buf.data(), buf.size()) ==
-                static_cast<ssize_t>(buf.size()));
+  const uint64_t chunk = 1 << 20;
+  for (uint64_t done = 0; done < bytes; done += chunk) {
+    uint64_t n = std::min(chunk, bytes - done);
+    FABPS_CHECK(::write(fd, src + done, n) == static_cast<ssize_t>(n));
   }
   FABPS_CHECK(::fsync(fd) == 0);
   ::close(fd);
@@ -94,7 +98,7 @@ void BM_CheckpointWrite(benchmark::State& state) {
   double raw_s = 0, ckpt_s = 0;
   for (auto _ : state) {
     auto t0 = std::chrono::steady_clock::now();
-    RawWrite(raw, PayloadBytes());
+    RawWrite(raw, *shard, PayloadBytes());
     auto t1 = std::chrono::steady_clock::now();
     auto info = WriteCheckpoint(*shard, BenchDir(), ++seq);
     auto t2 = std::chrono::steady_clock::now();
