@@ -27,7 +27,8 @@
 //
 // Deadlines. Every call takes a Deadline. A call that cannot reach the store
 // until the deadline returns kUnavailable (etcd down, all endpoints refuse);
-// a call that reached the store but got no answer in time returns kTimedOut
+// a call that reached the store but got no answer in time (or, local, found
+// the store locked by another process until the deadline) returns kTimedOut
 // (its effect is then unknown: it may or may not have been applied; the same
 // holds for kUnavailable "connection lost during a write"). Writes are never
 // retried by the client after they may have been sent; reads are.
@@ -141,8 +142,8 @@ struct Lease {
 // when the lease is known or must be assumed lost: the store said it does not
 // exist, or no renewal succeeded for a whole TTL (the store may have expired
 // it). The process must then stop acting as the owner of anything attached
-// to it. Must not block for long nor call Revoke/KeepAlive/Close on the same
-// lease; other Store calls are fine.
+// to it. Must not block for long nor destroy the Store; other Store calls
+// (Revoke, GrantLease, Put, ...) are fine.
 using LeaseLostCallback = std::function<void(LeaseId id, const Status& why)>;
 
 struct WatchEvent {
@@ -154,10 +155,12 @@ struct WatchEvent {
 };
 
 // A stream of the changes to one key or prefix, in revision order, each
-// change exactly once, from a start revision on. Created by Store::Watch.
-// Backed by a queue filled by the store's background thread; the caller
-// drains it with Next. The queue holds at most kMaxQueuedEvents events; past
-// that the watch fails with kResourceExhausted.
+// change exactly once, from a start revision on. Created by
+// Store::WatchKeys. Backed by a queue filled by the backend (local: the
+// thread that reads the log, the caller's own or the poller; etcd: the
+// watch's own thread); the caller drains it with Next: no user code ever
+// runs on a store thread for watches. The queue holds at most kMaxQueuedEvents
+// events; past that the watch fails with kResourceExhausted.
 class Watch {
  public:
   static constexpr size_t kMaxQueuedEvents = 1 << 16;
@@ -228,7 +231,9 @@ class Store {
                                 Deadline deadline) = 0;
 
   // Grants a lease of `ttl_seconds` (>= 1; both backends raise it to >= 2).
-  // Keys put with it are deleted when it expires or is revoked.
+  // Keys put with it are deleted when it expires or is revoked. (local:
+  // expiry times are wall-clock, shared by the processes on the machine;
+  // expiry is noticed within about poll_interval_ms by any process.)
   virtual Result<Lease> GrantLease(int64_t ttl_seconds, Deadline deadline) = 0;
 
   // Renews `id` once; returns its TTL. kNotFound when it has expired.
@@ -237,6 +242,8 @@ class Store {
   // Renews `id` automatically on the store's background thread (about every
   // TTL/3, retrying while the store is unreachable) until Revoke or the
   // Store's destruction. `on_lost` (may be empty) runs once if it is lost.
+  // Renews once first, within DefaultDeadline(), and returns that error
+  // (kNotFound when it has expired, kUnavailable, ...).
   // kFailedPrecondition if `id` is already kept alive by this Store.
   virtual Status StartKeepAlive(LeaseId id, LeaseLostCallback on_lost) = 0;
 
