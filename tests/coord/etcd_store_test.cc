@@ -5,6 +5,7 @@
 #include <atomic>
 #include <thread>
 
+#include "coord/etcd/etcd_http.h"
 #include "tests/coord/store_test_util.h"
 
 namespace fabps::coord::testing {
@@ -103,6 +104,36 @@ TEST_F(EtcdStoreTest, EtcdDownForAWhileThenBack) {
   EXPECT_TRUE(st.LeaseAlive(long_lease->id));
   EXPECT_EQ(long_lost.load(), 0);
   EXPECT_TRUE(st.KeepAliveOnce(long_lease->id, D()).ok());
+}
+
+TEST_F(EtcdStoreTest, WatchFromACompactedRevisionFails) {
+  auto s = env_->Open("compacted");
+  ASSERT_TRUE(s.ok());
+  int64_t last = 0;
+  for (int i = 0; i < 5; ++i) {
+    auto r = (*s)->Put("k", std::to_string(i), kNoLease, D());
+    ASSERT_TRUE(r.ok());
+    last = *r;
+  }
+  etcd::EtcdHttp http({env_->etcd()->client_url()}, 500);
+  auto c = http.Call("/v3/kv/compaction",
+                     {{"revision", std::to_string(last)}, {"physical", true}},
+                     D(), false);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto w = (*s)->WatchKeys("k", false, 1, D());
+  Status end = w.status();
+  if (w.ok()) {
+    std::vector<WatchEvent> events;
+    end = (*w)->Next(&events, Deadline::InMs(5000));
+    EXPECT_TRUE(events.empty());
+  }
+  EXPECT_EQ(end.code(), Code::kFailedPrecondition) << end.ToString();
+  // From the compaction revision on, history is still there.
+  auto ok = (*s)->WatchKeys("k", false, last, D());
+  ASSERT_TRUE(ok.ok());
+  auto events = WaitEvents(ok->get(), 1, D());
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kv.value, "4");
 }
 
 }  // namespace

@@ -6,6 +6,7 @@
 #include <unistd.h>
 
 #include <fstream>
+#include <thread>
 
 #include "tests/coord/store_test_util.h"
 
@@ -76,6 +77,22 @@ TEST_F(LocalStoreTest, SurvivesReopen) {
   auto l2 = (*s)->GrantLease(5, D());
   ASSERT_TRUE(l2.ok());
   EXPECT_GT(l2->id, lease);
+}
+
+TEST_F(LocalStoreTest, LeaseExpiresWhileNoProcessIsRunning) {
+  {
+    auto s = Open();
+    ASSERT_TRUE(s.ok());
+    auto l = (*s)->GrantLease(2, D());
+    ASSERT_TRUE(l.ok());
+    ASSERT_TRUE((*s)->Put("ephemeral", "x", l->id, D()).ok());
+    ASSERT_TRUE((*s)->Put("durable", "y", kNoLease, D()).ok());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(2300));
+  auto s = Open();
+  ASSERT_TRUE(s.ok());
+  EXPECT_EQ((*s)->Get("ephemeral", D()).status().code(), Code::kNotFound);
+  EXPECT_TRUE((*s)->Get("durable", D()).ok());
 }
 
 TEST_F(LocalStoreTest, CorruptLogIsReported) {
