@@ -38,7 +38,8 @@ Env& TheEnv() {
   return *env;
 }
 
-std::unique_ptr<Store> OpenFor(benchmark::State& state, bool etcd, const std::string& job) {
+std::unique_ptr<Store> OpenFor(benchmark::State& state, bool etcd,
+                               const std::string& job) {
   StoreOptions o;
   o.job = job;
   if (etcd) {
@@ -65,7 +66,8 @@ void BM_Put(benchmark::State& state) {
   const std::string value(static_cast<size_t>(state.range(1)), 'v');
   int64_t i = 0;
   for (auto _ : state) {
-    auto r = store->Put("k/" + std::to_string(i++ % 64), value, kNoLease, store->DefaultDeadline());
+    auto r = store->Put("k/" + std::to_string(i++ % 64), value, kNoLease,
+                        store->DefaultDeadline());
     if (!r.ok()) {
       state.SkipWithError(r.status().ToString().c_str());
       break;
@@ -87,8 +89,9 @@ void BM_TxnCas(benchmark::State& state) {
   int64_t rev = *r;
   const std::string value(static_cast<size_t>(state.range(1)), 's');
   for (auto _ : state) {
-    auto t = store->Txn({Compare::ModRevisionEquals("state", rev)}, {TxnOp::Put("state", value)},
-                        {TxnOp::Get("state")}, store->DefaultDeadline());
+    auto t = store->Txn({Compare::ModRevisionEquals("state", rev)},
+                        {TxnOp::Put("state", value)}, {TxnOp::Get("state")},
+                        store->DefaultDeadline());
     if (!t.ok() || !t->succeeded) {
       state.SkipWithError(t.ok() ? "CAS lost" : t.status().ToString().c_str());
       break;
@@ -118,7 +121,10 @@ void BM_Get(benchmark::State& state) {
   state.SetLabel(state.range(0) == 1 ? "etcd" : "local");
 }
 
-BENCHMARK(BM_Put)->ArgsProduct({{0, 1}, {64, 4096}})->UseRealTime()->MinTime(1.0);
+BENCHMARK(BM_Put)
+    ->ArgsProduct({{0, 1}, {64, 4096}})
+    ->UseRealTime()
+    ->MinTime(1.0);
 BENCHMARK(BM_TxnCas)->ArgsProduct({{0, 1}, {64}})->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Get)->Args({0, 0})->Args({1, 0})->UseRealTime()->MinTime(1.0);
 
