@@ -125,6 +125,13 @@ BENCHMARK(BM_Put)
     ->ArgsProduct({{0, 1}, {64, 4096}})
     ->UseRealTime()
     ->MinTime(1.0);
+// Four clients, each with its own Store (as four processes would be), 64 B.
+BENCHMARK(BM_Put)
+    ->Args({0, 64})
+    ->Args({1, 64})
+    ->Threads(4)
+    ->UseRealTime()
+    ->MinTime(1.0);
 BENCHMARK(BM_TxnCas)->ArgsProduct({{0, 1}, {64}})->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Get)->Args({0, 0})->Args({1, 0})->UseRealTime()->MinTime(1.0);
 
