@@ -21,20 +21,27 @@ struct Env {
   std::string etcd_url;
 };
 
+// Created on first use, destroyed by main() so that the etcd started here
+// is stopped (by PID) and its directory removed when the benchmark ends.
+std::unique_ptr<Env>& EnvSlot() {
+  static std::unique_ptr<Env> env;
+  return env;
+}
+
 Env& TheEnv() {
-  static Env* env = [] {
-    auto* e = new Env();
+  std::unique_ptr<Env>& env = EnvSlot();
+  if (!env) {
+    env = std::make_unique<Env>();
     if (const char* url = std::getenv("FABPS_BENCH_ETCD")) {
-      e->etcd_url = url;
+      env->etcd_url = url;
     } else if (!fabps::testing::EtcdServer::BinaryPath().empty()) {
       auto s = fabps::testing::EtcdServer::Start();
       if (s.ok()) {
-        e->etcd = std::move(*s);
-        e->etcd_url = e->etcd->client_url();
+        env->etcd = std::move(*s);
+        env->etcd_url = env->etcd->client_url();
       }
     }
-    return e;
-  }();
+  }
   return *env;
 }
 
@@ -135,7 +142,16 @@ BENCHMARK(BM_Put)
 BENCHMARK(BM_TxnCas)->ArgsProduct({{0, 1}, {64}})->UseRealTime()->MinTime(1.0);
 BENCHMARK(BM_Get)->Args({0, 0})->Args({1, 0})->UseRealTime()->MinTime(1.0);
 
+void StopEnv() { EnvSlot().reset(); }
+
 }  // namespace
 }  // namespace fabps::coord
 
-BENCHMARK_MAIN();
+int main(int argc, char** argv) {
+  benchmark::Initialize(&argc, argv);
+  if (benchmark::ReportUnrecognizedArguments(argc, argv)) return 1;
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  fabps::coord::StopEnv();
+  return 0;
+}
