@@ -115,6 +115,9 @@ void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
   double roof_s = 0, apply_s = 0;
   double roof_best = 1e9, apply_best = 1e9;
   for (auto _ : state) {
+    // TBB workers spin for a while after the apply before they sleep; on
+    // two cores they would steal the roofline's CPUs. Let them settle.
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
     auto t0 = std::chrono::steady_clock::now();
     roofline();
     auto t1 = std::chrono::steady_clock::now();
