@@ -4,6 +4,7 @@
 #include <fcntl.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/prctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -38,6 +39,8 @@ Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
     return PosixError("fork", err);
   }
   if (pid == 0) {
+    // Die with the test: a test killed on timeout leaves no peer behind.
+    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
