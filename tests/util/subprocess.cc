@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,6 +33,9 @@ Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
     log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
     if (log_fd < 0) return PosixError("open " + log_path, errno);
   }
+  // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only
+  // safe when the main thread starts the child.
+  const bool from_main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
@@ -40,7 +44,7 @@ Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
   }
   if (pid == 0) {
     // Die with the test: a test killed on timeout leaves no peer behind.
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
+    if (from_main_thread) ::prctl(PR_SET_PDEATHSIG, SIGKILL);
     if (log_fd >= 0) {
       ::dup2(log_fd, STDOUT_FILENO);
       ::dup2(log_fd, STDERR_FILENO);
