@@ -29,7 +29,7 @@ namespace gen = ::fabps::rpc::master;
       err.code = gen::ErrorCode::INTERNAL;
       break;
   }
-  err.message = s.ToString();
+  err.message = s.message();
   throw err;
 }
 

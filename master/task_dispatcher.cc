@@ -15,6 +15,22 @@ constexpr size_t kMaxTrainerIdBytes = 256;
 constexpr size_t kMaxBatchRecords = 64;
 constexpr size_t kMaxBatchBytes = 256 << 10;
 
+std::string JoinGlobs(const std::vector<std::string>& globs) {
+  std::string out = "[";
+  for (size_t i = 0; i < globs.size() && i < 4; ++i)
+    out += (i ? ", " : "") + globs[i];
+  if (globs.size() > 4)
+    out += ", ... (" + std::to_string(globs.size()) + " globs)";
+  return out + "]";
+}
+
+Status DatasetConflict(const std::vector<std::string>& have,
+                       const std::vector<std::string>& asked) {
+  return Status::FailedPrecondition(
+      "the dataset is already set to " + JoinGlobs(have) +
+      "; refusing the different dataset " + JoinGlobs(asked));
+}
+
 // Moves the next batch of records from `queue` into a vector.
 std::vector<std::string> TakeBatch(std::deque<std::string>* queue) {
   std::vector<std::string> batch;
@@ -223,8 +239,7 @@ Status TaskDispatcher::SetDataset(const std::vector<std::string>& globs) {
     if (queues_.has_dataset()) {
       FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
       if (queues_.globs() == globs) return Status::OK();
-      return Status::FailedPrecondition(
-          "the dataset is already set to a different set of globs");
+      return DatasetConflict(queues_.globs(), globs);
     }
   }
   // Indexing reads files: done without the lock, then re-checked.
@@ -242,8 +257,7 @@ Status TaskDispatcher::SetDataset(const std::vector<std::string>& globs) {
   }
   FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
   if (queues_.globs() == globs) return Status::OK();
-  return Status::FailedPrecondition(
-      "the dataset is already set to a different set of globs");
+  return DatasetConflict(queues_.globs(), globs);
 }
 
 Result<GetTaskReply> TaskDispatcher::GetTask(int64_t pass,
