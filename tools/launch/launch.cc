@@ -1,0 +1,509 @@
+// fabps-launch: runs a whole local fabps job from one command.
+//
+// It converts Fashion-MNIST (once, into --data-dir), starts a master,
+// --pservers pservers and --trainers trainers of the Fashion-MNIST example,
+// on the embedded local store by default (or etcd: --etcd ENDPOINTS, or
+// --start-etcd to run one), shows live progress, and prints a summary at the
+// end. Every process logs to its own file in the run directory; when one
+// fails, the tail of its log is printed. Ctrl-C stops everything in order.
+// --kill-random N kills a random trainer or pserver N times during the run
+// and restarts it, to show fault tolerance live.
+#include <arpa/inet.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <CLI/CLI.hpp>
+#include <atomic>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <ctime>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <nlohmann/json.hpp>
+#include <random>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/file_util.h"
+#include "base/log.h"
+#include "thrift/rpc_client.h"
+#include "thrift_gen/pserver/PServer.h"
+#include "tools/launch/process_group.h"
+#include "trainer/master_client.h"
+
+namespace fs = std::filesystem;
+
+namespace fabps::launch {
+namespace {
+
+std::atomic<int> g_signal{0};
+void OnSignal(int sig) { g_signal = sig; }
+
+struct Flags {
+  int pservers = 2;
+  int trainers = 2;
+  std::string provider = "auto";
+  int passes = 5;
+  int batch = 64;
+  std::string rule = "momentum";
+  double lr = 0.05;
+  std::string run_dir;
+  std::string data_dir;
+  std::string bin_dir;
+  std::string etcd;
+  bool start_etcd = false;
+  int kill_random = 0;
+  int kill_every_s = 15;
+  int save_period = 10;
+  std::string job = "fashion-mnist";
+  uint64_t seed = 1;
+};
+
+// Per-trainer state read from its metrics file.
+struct TrainerView {
+  size_t offset = 0;  // bytes of the metrics file already read
+  int pass = 0;
+  double loss = NAN;
+  double samples_per_sec = 0;
+  int64_t samples = 0;
+};
+
+struct PassResult {
+  double loss = NAN;
+  double accuracy = NAN;
+  double seconds = 0;
+};
+
+std::string Now() {
+  std::time_t t = std::time(nullptr);
+  char buf[32];
+  std::strftime(buf, sizeof(buf), "%Y%m%d-%H%M%S", std::localtime(&t));
+  return buf;
+}
+
+Result<int> WaitForPortFile(ProcessGroup& group, const std::string& name, const std::string& path,
+                            int timeout_ms) {
+  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    auto text = ReadWholeFile(path, 64);
+    if (text.ok() && !text->empty() && text->back() == '\n') return std::stoi(*text);
+    group.Reap();
+    Child* c = group.Find(name);
+    if (c == nullptr || !c->running) {
+      return Status::Unavailable(name + " exited before serving; its log:\n" +
+                                 TailOfFile(c ? c->log : "", 20));
+    }
+    if (std::chrono::steady_clock::now() > end) {
+      return Status::TimedOut(name + " did not start within " + std::to_string(timeout_ms) +
+                              " ms; its log:\n" + TailOfFile(c->log, 20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+}
+
+// A loopback TCP port that was free a moment ago.
+int FreePort() {
+  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0) return 0;
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof(a);
+  int port = 0;
+  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
+      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
+    port = ntohs(a.sin_port);
+  }
+  ::close(fd);
+  return port;
+}
+
+class Launcher {
+ public:
+  explicit Launcher(Flags f) : f_(std::move(f)) {}
+  int Run();
+
+ private:
+  Status PrepareData();
+  Status StartEtcd();
+  Status StartMaster();
+  Status StartPservers();
+  Status StartTrainers();
+  void ReadMetrics();
+  void ShowProgress(bool final_line);
+  void MaybeKill();
+  int Finish(bool ok, const std::string& why);
+  std::string Bin(const std::string& rel) const { return f_.bin_dir + "/" + rel; }
+
+  Flags f_;
+  ProcessGroup group_;
+  std::string store_spec_;
+  int master_port_ = 0;
+  std::vector<int> pserver_ports_;
+  std::vector<TrainerView> views_;
+  std::map<int, PassResult> passes_;
+  std::string provider_seen_;
+  int64_t updates_ = 0, last_updates_ = 0;
+  double updates_per_sec_ = 0;
+  std::chrono::steady_clock::time_point start_, last_rate_, next_kill_;
+  int kills_done_ = 0;
+  std::vector<std::string> kill_log_;
+  std::mt19937 rng_{12345};
+  bool tty_ = ::isatty(STDOUT_FILENO) != 0;
+  std::chrono::steady_clock::time_point last_line_;
+  trainer::MasterStatusSummary master_status_;
+};
+
+Status Launcher::PrepareData() {
+  std::string marker = f_.data_dir + "/.converted";
+  if (fs::exists(marker)) return Status::OK();
+  std::printf("converting Fashion-MNIST into %s ...\n", f_.data_dir.c_str());
+  std::fflush(stdout);
+  for (const char* split : {"train", "test"}) {
+    std::string out = f_.data_dir + "/" + split;
+    fs::create_directories(out);
+    std::string log = f_.run_dir + "/convert-" + split + ".log";
+    FABPS_RETURN_IF_ERROR(group_.Start(std::string("convert-") + split,
+                                       {Bin("tools/fabps-convert-fashion-mnist"), "--split", split,
+                                        "--output-dir", out, "--shards",
+                                        split == std::string("train") ? "8" : "2"},
+                                       log));
+    for (;;) {
+      auto done = group_.Reap();
+      Child* c = group_.Find(std::string("convert-") + split);
+      if (!c->running) {
+        if (!WIFEXITED(c->wait_status) || WEXITSTATUS(c->wait_status) != 0) {
+          return Status::IOError(std::string("converting the ") + split + " split failed:\n" +
+                                 TailOfFile(log, 20));
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  return WriteFileAtomically(marker, "ok\n");
+}
+
+Status Launcher::StartEtcd() {
+  if (!f_.etcd.empty()) {
+    store_spec_ = "etcd:" + f_.etcd;
+    return Status::OK();
+  }
+  if (!f_.start_etcd) {
+    store_spec_ = "local:" + f_.run_dir + "/store";
+    return Status::OK();
+  }
+  int client = FreePort(), peer = FreePort();
+  std::string c = "http://127.0.0.1:" + std::to_string(client);
+  std::string p = "http://127.0.0.1:" + std::to_string(peer);
+  FABPS_RETURN_IF_ERROR(group_.Start(
+      "etcd",
+      {"/usr/bin/etcd", "--name", "fabps", "--data-dir", f_.run_dir + "/etcd",
+       "--listen-client-urls", c, "--advertise-client-urls", c, "--listen-peer-urls", p,
+       "--initial-advertise-peer-urls", p, "--initial-cluster", "fabps=" + p},
+      f_.run_dir + "/etcd.log"));
+  store_spec_ = "etcd:" + c;
+  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+  group_.Reap();
+  if (!group_.Find("etcd")->running) {
+    return Status::Unavailable("etcd did not start:\n" + TailOfFile(f_.run_dir + "/etcd.log", 20));
+  }
+  return Status::OK();
+}
+
+Status Launcher::StartMaster() {
+  std::string port_file = f_.run_dir + "/master.port";
+  FABPS_RETURN_IF_ERROR(group_.Start(
+      "master",
+      {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job, "--port", "0",
+       "--port-file", port_file, "--task-timeout", "30000", "--chunks-per-task", "1"},
+      f_.run_dir + "/master.log"));
+  FABPS_ASSIGN_OR_RETURN(master_port_, WaitForPortFile(group_, "master", port_file, 30000));
+  return Status::OK();
+}
+
+Status Launcher::StartPservers() {
+  pserver_ports_.assign(f_.pservers, 0);
+  for (int i = 0; i < f_.pservers; i++) {
+    std::string name = "pserver-" + std::to_string(i);
+    std::string port_file = f_.run_dir + "/" + name + ".port";
+    // Fixed ports after the first start, so a restarted pserver is found
+    // where it was (until discovery through the store replaces this).
+    FABPS_RETURN_IF_ERROR(group_.Start(
+        name,
+        {Bin("pserver/daemon/fabps-pserver"), "--index", std::to_string(i), "--num-pservers",
+         std::to_string(f_.pservers), "--provider", f_.provider, "--port", "0", "--port-file",
+         port_file, "--checkpoint-dir", f_.run_dir + "/checkpoints", "--save-period",
+         std::to_string(f_.save_period), "--apply-threads", "1"},
+        f_.run_dir + "/" + name + ".log"));
+    FABPS_ASSIGN_OR_RETURN(pserver_ports_[i], WaitForPortFile(group_, name, port_file, 30000));
+    // Later restarts keep the port.
+    Child* c = group_.Find(name);
+    for (size_t a = 0; a + 1 < c->argv.size(); a++) {
+      if (c->argv[a] == "--port") c->argv[a + 1] = std::to_string(pserver_ports_[i]);
+    }
+  }
+  return Status::OK();
+}
+
+Status Launcher::StartTrainers() {
+  std::string pservers;
+  for (int p : pserver_ports_) pservers += (pservers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+  views_.assign(f_.trainers, TrainerView{});
+  for (int t = 0; t < f_.trainers; t++) {
+    std::string name = "trainer-" + std::to_string(t);
+    std::string metrics = f_.run_dir + "/" + name + ".metrics";
+    FABPS_RETURN_IF_ERROR(group_.Start(
+        name,
+        {Bin("examples/fashion_mnist/fabps-fashion-mnist-trainer"), "--master",
+         "127.0.0.1:" + std::to_string(master_port_), "--pservers", pservers, "--provider",
+         f_.provider, "--trainer-id", std::to_string(t), "--dataset",
+         f_.data_dir + "/train/*", "--test-data", f_.data_dir + "/test/*", "--passes",
+         std::to_string(f_.passes), "--batch", std::to_string(f_.batch), "--rule", f_.rule, "--lr",
+         std::to_string(f_.lr), "--seed", std::to_string(f_.seed), "--store", store_spec_, "--job",
+         f_.job, "--metrics-file", metrics},
+        f_.run_dir + "/" + name + ".log"));
+  }
+  return Status::OK();
+}
+
+void Launcher::ReadMetrics() {
+  for (int t = 0; t < f_.trainers; t++) {
+    std::string path = f_.run_dir + "/trainer-" + std::to_string(t) + ".metrics";
+    std::ifstream in(path);
+    if (!in) continue;
+    in.seekg(static_cast<std::streamoff>(views_[t].offset));
+    std::string line;
+    while (std::getline(in, line)) {
+      if (in.eof()) break;  // a line still being written
+      views_[t].offset += line.size() + 1;
+      auto j = nlohmann::json::parse(line, nullptr, false);
+      if (j.is_discarded() || !j.is_object()) continue;
+      std::string ev = j.value("event", "");
+      if (ev == "progress") {
+        views_[t].pass = j.value("pass", views_[t].pass);
+        views_[t].loss = j.value("loss", views_[t].loss);
+        views_[t].samples_per_sec = j.value("samples_per_sec", 0.0);
+        views_[t].samples = j.value("samples", int64_t{0});
+      } else if (ev == "pass") {
+        int p = j.value("pass", -1);
+        PassResult& r = passes_[p];
+        if (j.contains("test_accuracy") && j["test_accuracy"].is_number()) {
+          r.accuracy = j["test_accuracy"].get<double>();
+          r.seconds = j.value("seconds", r.seconds);
+        }
+        if (j.contains("loss") && j["loss"].is_number()) r.loss = j["loss"].get<double>();
+      }
+    }
+  }
+}
+
+void Launcher::ShowProgress(bool final_line) {
+  auto now = std::chrono::steady_clock::now();
+  {
+    trainer::MasterClientOptions mo;
+    mo.master_address = "127.0.0.1:" + std::to_string(master_port_);
+    mo.trainer_id = "launcher";
+    mo.rpc_timeout_ms = 1000;
+    mo.rpc_retry_ms = 0;
+    static std::unique_ptr<trainer::MasterClient> mc;
+    if (!mc) {
+      auto c = trainer::MasterClient::Create(mo);
+      if (c.ok()) mc = std::move(*c);
+    }
+    if (mc) {
+      auto st = mc->GetStatus();
+      if (st.ok()) master_status_ = *st;
+    }
+  }
+  int64_t applied = 0;
+  for (int i = 0; i < f_.pservers; i++) {
+    rpc::RpcClientOptions ro;
+    ro.port = pserver_ports_[i];
+    ro.connect_timeout_ms = 300;
+    ro.recv_timeout_ms = 1000;
+    ro.send_timeout_ms = 1000;
+    rpc::RpcConnection<rpc::pserver::PServerClient> conn(ro);
+    rpc::pserver::PsStatus st;
+    if (conn.Call("GetStatus", [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); }).ok()) {
+      applied += st.gradients_applied;
+      provider_seen_ = st.provider;
+    }
+  }
+  double dt = std::chrono::duration<double>(now - last_rate_).count();
+  if (dt >= 1.0) {
+    updates_per_sec_ = applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
+    last_updates_ = applied;
+    last_rate_ = now;
+  }
+  updates_ = applied;
+  double sps = 0, loss = 0;
+  int with_loss = 0;
+  for (const auto& v : views_) {
+    sps += v.samples_per_sec;
+    if (!std::isnan(v.loss)) {
+      loss += v.loss;
+      with_loss++;
+    }
+  }
+  int64_t total = master_status_.num_tasks, done = master_status_.done;
+  int width = 30;
+  int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
+  std::string bar(filled, '#');
+  bar += std::string(width - filled, '.');
+  std::string acc;
+  for (auto& [p, r] : passes_) {
+    if (!std::isnan(r.accuracy)) acc = " | acc(pass " + std::to_string(p + 1) + ") " + std::to_string(r.accuracy).substr(0, 5);
+  }
+  char line[512];
+  std::snprintf(line, sizeof(line),
+                "pass %lld/%d [%s] %lld/%lld tasks | %.0f samples/s | loss %.3f | %.0f updates/s%s",
+                static_cast<long long>(master_status_.pass + 1), f_.passes, bar.c_str(),
+                static_cast<long long>(done), static_cast<long long>(total), sps,
+                with_loss ? loss / with_loss : NAN, updates_per_sec_, acc.c_str());
+  if (tty_) {
+    std::printf("\r\033[K%s", line);
+    if (final_line) std::printf("\n");
+    std::fflush(stdout);
+  } else if (final_line || now - last_line_ > std::chrono::seconds(5)) {
+    std::printf("%s\n", line);
+    std::fflush(stdout);
+    last_line_ = now;
+  }
+}
+
+void Launcher::MaybeKill() {
+  if (kills_done_ >= f_.kill_random) return;
+  auto now = std::chrono::steady_clock::now();
+  if (now < next_kill_) return;
+  next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
+  std::vector<std::string> victims;
+  for (int t = 0; t < f_.trainers; t++) victims.push_back("trainer-" + std::to_string(t));
+  for (int p = 0; p < f_.pservers; p++) victims.push_back("pserver-" + std::to_string(p));
+  std::string v = victims[rng_() % victims.size()];
+  Child* c = group_.Find(v);
+  if (c == nullptr || !c->running) return;
+  group_.Kill(v);
+  std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  Status s = group_.Restart(v);
+  kills_done_++;
+  std::string msg = "killed " + v + " (kill -9) and restarted it" +
+                    (s.ok() ? "" : ": restart failed: " + s.ToString());
+  kill_log_.push_back(msg);
+  std::printf("%s%s\n", tty_ ? "\r\033[K" : "", msg.c_str());
+}
+
+int Launcher::Finish(bool ok, const std::string& why) {
+  group_.StopAll(15000);  // pservers checkpoint on SIGTERM
+  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
+  std::printf("\n== fabps job %s in %.1f s ==\n", ok ? "finished" : "FAILED", secs);
+  if (!why.empty()) std::printf("%s\n", why.c_str());
+  std::printf("provider: %s | %d pservers, %d trainers | store: %s\n",
+              provider_seen_.empty() ? f_.provider.c_str() : provider_seen_.c_str(), f_.pservers,
+              f_.trainers, store_spec_.c_str());
+  if (!passes_.empty()) {
+    std::printf("%-6s %-10s %-14s %s\n", "pass", "loss", "test accuracy", "seconds");
+    for (auto& [p, r] : passes_) {
+      std::printf("%-6d %-10.4f %-14.4f %.1f\n", p + 1, r.loss, r.accuracy, r.seconds);
+    }
+  }
+  for (const auto& k : kill_log_) std::printf("fault injected: %s\n", k.c_str());
+  std::printf("run directory: %s (logs: *.log, metrics: trainer-*.metrics)\n", f_.run_dir.c_str());
+  std::printf("checkpoints:   %s/checkpoints\n", f_.run_dir.c_str());
+  std::fflush(stdout);
+  return ok ? 0 : 1;
+}
+
+int Launcher::Run() {
+  start_ = last_rate_ = last_line_ = std::chrono::steady_clock::now();
+  next_kill_ = start_ + std::chrono::seconds(f_.kill_every_s);
+  fs::create_directories(f_.run_dir);
+  std::printf("fabps-launch: %d pservers, %d trainers, provider %s, %d passes; run dir %s\n",
+              f_.pservers, f_.trainers, f_.provider.c_str(), f_.passes, f_.run_dir.c_str());
+  Status s = PrepareData();
+  if (s.ok()) s = StartEtcd();
+  if (s.ok()) s = StartMaster();
+  if (s.ok()) s = StartPservers();
+  if (s.ok()) s = StartTrainers();
+  if (!s.ok()) return Finish(false, s.ToString());
+  std::vector<bool> finished(f_.trainers, false);
+  for (;;) {
+    if (g_signal != 0) {
+      if (tty_) std::printf("\n");
+      return Finish(false, "interrupted: stopped every process");
+    }
+    for (const auto& name : group_.Reap()) {
+      Child* c = group_.Find(name);
+      bool clean = WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 0;
+      if (name.rfind("trainer-", 0) == 0 && clean) {
+        finished[std::stoi(name.substr(8))] = true;
+        continue;
+      }
+      if (c->killed_on_purpose) continue;
+      std::string how = WIFEXITED(c->wait_status)
+                            ? "exit code " + std::to_string(WEXITSTATUS(c->wait_status))
+                            : "signal " + std::to_string(WTERMSIG(c->wait_status));
+      ShowProgress(true);
+      return Finish(false, name + " failed (" + how + "); last lines of " + c->log + ":\n" +
+                               TailOfFile(c->log, 25));
+    }
+    ReadMetrics();
+    ShowProgress(false);
+    bool all = true;
+    for (bool b : finished) all = all && b;
+    if (all) {
+      ShowProgress(true);
+      return Finish(true, "");
+    }
+    MaybeKill();
+    std::this_thread::sleep_for(std::chrono::milliseconds(250));
+  }
+}
+
+}  // namespace
+}  // namespace fabps::launch
+
+int main(int argc, char** argv) {
+  fabps::launch::Flags f;
+  CLI::App app("fabps-launch: a local fabps training job (Fashion-MNIST) from one command");
+  app.add_option("--pservers", f.pservers, "parameter servers")->check(CLI::Range(1, 64));
+  app.add_option("--trainers", f.trainers, "trainers")->check(CLI::Range(1, 64));
+  app.add_option("--provider", f.provider, "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
+  app.add_option("--passes", f.passes, "passes over the training set")->check(CLI::Range(1, 1000));
+  app.add_option("--batch", f.batch, "mini-batch size")->check(CLI::Range(1, 65536));
+  app.add_option("--rule", f.rule, "update rule")->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  app.add_option("--lr", f.lr, "learning rate")->check(CLI::Range(1e-9, 10.0));
+  app.add_option("--run-dir", f.run_dir, "where logs, metrics and checkpoints go (default runs/<time>)");
+  app.add_option("--data-dir", f.data_dir, "converted dataset cache (default ~/.cache/fabps/fashion-mnist)");
+  app.add_option("--bin-dir", f.bin_dir, "build tree with the fabps binaries (default: this one's)");
+  app.add_option("--etcd", f.etcd, "etcd endpoints (http://host:port,...) instead of the local store");
+  app.add_flag("--start-etcd", f.start_etcd, "run a local etcd for this job");
+  app.add_option("--kill-random", f.kill_random, "kill -9 and restart a random trainer or pserver N times")
+      ->check(CLI::Range(0, 1000));
+  app.add_option("--kill-every", f.kill_every_s, "seconds between kills")->check(CLI::Range(1, 3600));
+  app.add_option("--save-period", f.save_period, "pserver checkpoint period, seconds")
+      ->check(CLI::Range(0, 86400));
+  app.add_option("--job", f.job, "job name");
+  app.add_option("--seed", f.seed, "initialization seed");
+  CLI11_PARSE(app, argc, argv);
+  if (f.run_dir.empty()) f.run_dir = "runs/" + fabps::launch::Now();
+  f.run_dir = fs::absolute(f.run_dir).string();
+  if (f.data_dir.empty()) {
+    const char* home = std::getenv("HOME");
+    f.data_dir = std::string(home ? home : "/tmp") + "/.cache/fabps/fashion-mnist";
+  }
+  if (f.bin_dir.empty()) {
+    f.bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path().parent_path().string();
+  }
+  fabps::SetLogLevel(fabps::LogLevel::kWarning);
+  signal(SIGINT, fabps::launch::OnSignal);
+  signal(SIGTERM, fabps::launch::OnSignal);
+  signal(SIGPIPE, SIG_IGN);
+  return fabps::launch::Launcher(f).Run();
+}

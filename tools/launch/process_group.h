@@ -1,0 +1,52 @@
+// ProcessGroup: the launcher's children. Each child runs with its output in
+// its own log file, dies with the launcher (PR_SET_PDEATHSIG), and is ended
+// by PID only. Not thread safe: the launcher's main loop owns it.
+#ifndef FABPS_TOOLS_LAUNCH_PROCESS_GROUP_H_
+#define FABPS_TOOLS_LAUNCH_PROCESS_GROUP_H_
+
+#include <sys/types.h>
+
+#include <map>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+
+namespace fabps::launch {
+
+struct Child {
+  std::string name;  // "pserver-0", "trainer-1", "master"
+  std::vector<std::string> argv;
+  std::string log;
+  pid_t pid = -1;
+  bool running = false;
+  int wait_status = 0;
+  bool killed_on_purpose = false;  // by --kill-random or at shutdown
+};
+
+class ProcessGroup {
+ public:
+  ~ProcessGroup() { StopAll(2000); }
+
+  // Starts (or restarts, with the same argv and log) the child `name`.
+  Status Start(const std::string& name, const std::vector<std::string>& argv,
+               const std::string& log);
+  Status Restart(const std::string& name);
+  // Reaps children that exited; returns the names of those that did.
+  std::vector<std::string> Reap();
+  Child* Find(const std::string& name);
+  void Kill(const std::string& name);  // SIGKILL, marked on purpose
+  // SIGTERM to every running child, SIGKILL after grace_ms; reaps them all.
+  void StopAll(int grace_ms);
+  void Stop(const std::string& name, int grace_ms);
+
+ private:
+  std::map<std::string, Child> children_;
+};
+
+// The last `lines` lines of a file (for failure reports).
+std::string TailOfFile(const std::string& path, int lines);
+
+}  // namespace fabps::launch
+
+#endif  // FABPS_TOOLS_LAUNCH_PROCESS_GROUP_H_
