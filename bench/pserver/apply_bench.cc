@@ -7,20 +7,25 @@
 // An iteration hands all 64 blocks to ApplyAsync and waits for the
 // callbacks (the daemon's path). The roofline is a plain `w -= a * g` over
 // the same value array (in the shard's arena) and the same gradient buffer,
-// split evenly over the same number of plain threads; it runs right before each
-// apply iteration, so both see the same machine load. Reported:
+// split evenly into as many tasks as threads, run by the same TBB workers; it
+// runs right before each apply iteration, so both see the same machine load.
+// Reported:
 //   bytes_per_second  gradient bytes consumed by the apply (mean)
 //   apply_GBps        the same, best iteration
 //   roofline_GBps     the roofline loop, in gradient bytes, best iteration
 //   x_roofline        apply_GBps / roofline_GBps (best of each)
 //   x_roofline_mean   the same ratio from the mean times
 #include <benchmark/benchmark.h>
+#include <oneapi/tbb/global_control.h>
+#include <oneapi/tbb/task_arena.h>
 
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <thread>
 #include <vector>
 
@@ -40,19 +45,24 @@ double Seconds(std::chrono::steady_clock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// Runs body(lo, hi) over [0, kElements) split evenly on `threads` plain
-// threads (the caller runs the first piece). Deliberately not TBB: the
-// roofline must be parallel for sure, whatever TBB's workers are doing.
+// Runs body(lo, hi) over [0, kElements) split evenly in `threads` pieces,
+// each a task enqueued on `arena` (threads slots, none reserved), and waits:
+// the same machinery the shard's ApplyAsync uses, so the roofline and the
+// apply run on the same TBB workers.
 template <typename Body>
-void OnThreads(int threads, const Body& body) {
-  std::vector<std::thread> others;
-  for (int t = 1; t < threads; ++t) {
-    others.emplace_back([&, t] {
+void OnThreads(tbb::task_arena& arena, int threads, const Body& body) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int left = threads;
+  for (int t = 0; t < threads; ++t) {
+    arena.enqueue([&, t] {
       body(kElements * t / threads, kElements * (t + 1) / threads);
+      std::lock_guard<std::mutex> lock(mu);
+      if (--left == 0) cv.notify_all();
     });
   }
-  body(0, kElements / threads);
-  for (std::thread& th : others) th.join();
+  std::unique_lock<std::mutex> lock(mu);
+  cv.wait(lock, [&] { return left == 0; });
 }
 
 void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
@@ -82,8 +92,9 @@ void BM_Apply(benchmark::State& state, RuleKind kind, Mode mode) {
                                       region->offset);
   const float* g = grad.data();
 
+  tbb::task_arena roof_arena(threads, /*reserved_for_masters=*/0);
   auto roofline = [&] {
-    OnThreads(threads, [&](size_t lo, size_t hi) {
+    OnThreads(roof_arena, threads, [&](size_t lo, size_t hi) {
       const float a = 1e-7f;
       float* __restrict wp = w;
       const float* __restrict gp = g;
@@ -153,8 +164,12 @@ void BM_TrafficBound(benchmark::State& state) {
   const float* g = arrays[1].data();
   float* s0 = slots > 0 ? arrays[2].data() : nullptr;
   float* s1 = slots > 1 ? arrays[3].data() : nullptr;
+  // The shard's arena raises TBB's worker limit; do the same here.
+  tbb::global_control workers(tbb::global_control::max_allowed_parallelism,
+                              threads + 1);
+  tbb::task_arena arena(threads, /*reserved_for_masters=*/0);
   auto run = [&](bool roofline) {
-    OnThreads(threads, [&](size_t lo, size_t hi) {
+    OnThreads(arena, threads, [&](size_t lo, size_t hi) {
       float* __restrict wp = w;
       const float* __restrict gp = g;
       float* __restrict ap = s0;
