@@ -83,6 +83,9 @@ struct PServerClient::Impl {
   std::vector<Server> servers;
   std::unique_ptr<Layout> layout;
   bool ready = false;
+  // Set when an operation failed in a way that may mean a pserver died or
+  // moved; the next data call reconnects first.
+  bool broken = false;
   struct PendingParam {
     pserver::ParamSpec spec;
     std::string values;
@@ -209,6 +212,59 @@ struct PServerClient::Impl {
     return Status::OK();
   }
 
+  Status OpenEndpoint() {
+    FABPS_ASSIGN_OR_RETURN(endpoint, fabric->CreateEndpoint(transport::ProgressMode::kThread));
+    Impl* raw = this;
+    endpoint->SetImmediateHandler(
+        [raw](const transport::ImmediateEvent& e) { raw->OnCredit(e.data); });
+    return Status::OK();
+  }
+
+  // Drops every connection and registration and builds them again: pushes
+  // in flight fail with Unavailable, then the client waits (until
+  // `deadline`) for the pservers to serve and registers anew. A fresh
+  // endpoint is used because some providers (shm) keep an endpoint stuck
+  // behind a transfer to a dead peer.
+  Status Reconnect(Deadline deadline) {
+    endpoint.reset();  // joins the progress thread; no credit arrives after this
+    std::vector<std::shared_ptr<PushHandle>> orphans;
+    {
+      std::lock_guard<std::mutex> l(slots_mu);
+      for (auto& s : servers) {
+        for (auto& slot : s.slots) {
+          if (slot.push) orphans.push_back(std::move(slot.push));
+        }
+        s.slots.clear();
+        s.free_slots.clear();
+        s.registered = false;
+      }
+    }
+    slots_cv.notify_all();
+    for (auto& p : orphans) p->PartDone(Status::Unavailable("pserver connection was reset"));
+    for (auto& s : servers) s.conn->Close();
+    FABPS_RETURN_IF_ERROR(OpenEndpoint());
+    ready = false;
+    FABPS_LOG(INFO) << "trainer " << options.trainer_id << ": reconnecting to the pservers";
+    FABPS_RETURN_IF_ERROR(EnsureReady(deadline));
+    broken = false;
+    return Status::OK();
+  }
+
+  // Data calls start here.
+  Status Prepare(Deadline deadline) {
+    if (broken) return Reconnect(deadline);
+    return EnsureReady(deadline);
+  }
+
+  // Records that `s` failed; returns it.
+  Status Note(const Status& s) {
+    if (!s.ok() && s.code() != Status::Code::kInvalidArgument &&
+        s.code() != Status::Code::kNotFound) {
+      broken = true;
+    }
+    return s;
+  }
+
   // Finds `p`'s parameter and checks the buffer's size.
   Result<uint32_t> CheckBuffer(const ParamBuffer& p) {
     FABPS_ASSIGN_OR_RETURN(uint32_t idx, layout->FindParam(p.name));
@@ -247,14 +303,10 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(const PServerClien
   fo.provider = options.provider;
   fo.interface_address = options.interface_address;
   FABPS_ASSIGN_OR_RETURN(impl->fabric, transport::OpenFabric(fo));
-  FABPS_ASSIGN_OR_RETURN(impl->endpoint,
-                         impl->fabric->CreateEndpoint(transport::ProgressMode::kThread));
   impl->credit_buf.resize(64);
   FABPS_ASSIGN_OR_RETURN(impl->credit_mr,
                          impl->fabric->Register(impl->credit_buf.data(), impl->credit_buf.size()));
-  Impl* raw = impl.get();
-  impl->endpoint->SetImmediateHandler(
-      [raw](const transport::ImmediateEvent& e) { raw->OnCredit(e.data); });
+  FABPS_RETURN_IF_ERROR(impl->OpenEndpoint());
   impl->servers.resize(options.addresses.size());
   for (size_t i = 0; i < options.addresses.size(); i++) {
     rpc::RpcClientOptions ro;
@@ -336,7 +388,7 @@ Status PServerClient::FinishInitParams() {
 Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<ParamBuffer>& grads,
                                                              Deadline deadline) {
   Impl& m = *impl_;
-  FABPS_RETURN_IF_ERROR(m.EnsureReady(deadline));
+  FABPS_RETURN_IF_ERROR(m.Prepare(deadline));
   auto push = std::make_shared<PushHandle>();
   for (const auto& g : grads) {
     FABPS_ASSIGN_OR_RETURN(uint32_t param, m.CheckBuffer(g));
@@ -355,8 +407,9 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
       {
         std::unique_lock<std::mutex> l(m.slots_mu);
         if (!m.slots_cv.wait_until(l, deadline.time(), [&] { return !s.free_slots.empty(); })) {
-          return Status::TimedOut("no free landing slot on pserver " + std::to_string(s.index) +
-                                  " (its credits stopped: dead or stuck?)");
+          return m.Note(Status::TimedOut("no free landing slot on pserver " +
+                                         std::to_string(s.index) +
+                                         " (its credits stopped: dead or stuck?)"));
         }
         slot = s.free_slots.back();
         s.free_slots.pop_back();
@@ -378,7 +431,7 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
           s.free_slots.push_back(slot);
         }
         push->PartDone(w.status());
-        return w.status();
+        return m.Note(w.status());
       }
       std::lock_guard<std::mutex> l(push->mu);
       push->writes.push_back(*w);
@@ -395,18 +448,23 @@ Status PServerClient::Wait(const std::shared_ptr<PushHandle>& push, Deadline dea
     writes = push->writes;
   }
   // A failed write means no credit will come: report it now.
-  for (auto& w : writes) FABPS_RETURN_IF_ERROR(w.Wait(deadline));
+  for (auto& w : writes) {
+    Status s = w.Wait(deadline);
+    if (!s.ok()) return impl_->Note(s);
+  }
   std::unique_lock<std::mutex> l(push->mu);
   if (!push->cv.wait_until(l, deadline.time(), [&] { return push->remaining == 0; })) {
-    return Status::TimedOut(std::to_string(push->remaining) +
-                            " gradient blocks not acknowledged by their pservers by the deadline");
+    return impl_->Note(Status::TimedOut(
+        std::to_string(push->remaining) +
+        " gradient blocks not acknowledged by their pservers by the deadline"));
   }
+  if (push->status.code() == Status::Code::kUnavailable) impl_->broken = true;
   return push->status;
 }
 
 Status PServerClient::GetParams(const std::vector<ParamBuffer>& params, Deadline deadline) {
   Impl& m = *impl_;
-  FABPS_RETURN_IF_ERROR(m.EnsureReady(deadline));
+  FABPS_RETURN_IF_ERROR(m.Prepare(deadline));
   std::vector<Completion> reads;
   for (const auto& p : params) {
     FABPS_ASSIGN_OR_RETURN(uint32_t param, m.CheckBuffer(p));
@@ -424,13 +482,16 @@ Status PServerClient::GetParams(const std::vector<ParamBuffer>& params, Deadline
         return Status::Corruption("pserver " + std::to_string(s.index) + " does not list block " +
                                   std::to_string(id) + " with " + std::to_string(len) + " bytes");
       }
-      FABPS_ASSIGN_OR_RETURN(Completion c,
-                             m.endpoint->Read(s.peer, *region, base + b.first_element * esize, len,
-                                              s.arena, loc->second.first, deadline));
-      reads.push_back(c);
+      auto c = m.endpoint->Read(s.peer, *region, base + b.first_element * esize, len, s.arena,
+                                loc->second.first, deadline);
+      if (!c.ok()) return m.Note(c.status());
+      reads.push_back(*c);
     }
   }
-  for (auto& c : reads) FABPS_RETURN_IF_ERROR(c.Wait(deadline));
+  for (auto& c : reads) {
+    Status s = c.Wait(deadline);
+    if (!s.ok()) return m.Note(s);
+  }
   return Status::OK();
 }
 

@@ -27,9 +27,13 @@
 // was pushed from or pulled into, call ForgetBuffer.
 //
 // Errors: every call has a deadline; a dead pserver turns into Unavailable
-// or TimedOut within it, never a hang. Reconnecting to a restarted pserver
-// is done by the coordination layer (a later part); after such an error this
-// client should be released.
+// or TimedOut within it, never a hang. After such an error the client is
+// marked broken and the next SendGrads or GetParams reconnects first: it
+// fails the pushes still in flight (Unavailable), opens a fresh endpoint,
+// waits (within that call's deadline) for every pserver to serve again (a
+// restarted pserver comes back from its last checkpoint at the same
+// address) and registers anew. A trainer therefore treats a failed step as
+// lost and goes on with the next one.
 //
 // Thread safety: one thread at a time per client (the fabric's progress
 // thread runs inside). Use one client per trainer thread.

@@ -181,6 +181,10 @@ bool PServerService::FinishInitParams(int64_t trainer_id) {
   initialized_ = true;
   FABPS_LOG(INFO) << "initialized by trainer " << trainer_id << ": " << shard_->block_ids().size()
                   << " blocks of " << shard_->layout().num_blocks();
+  // A first checkpoint, so that a pserver killed before its first periodic
+  // save comes back initialized.
+  s = Checkpoint();
+  if (!s.ok()) FABPS_LOG(ERROR) << "initial checkpoint: " << s.ToString();
   return true;
 }
 

@@ -265,3 +265,48 @@ INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
 
 }  // namespace
 }  // namespace fabps::trainer
+
+namespace fabps::trainer {
+namespace {
+
+TEST_P(PServerClientTest, ClientRidesOutAPserverRestart) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  std::vector<float> init(3 * (kBlock + 5)), g(init.size(), 1.0f), got(init.size());
+  ASSERT_TRUE((*c)->GetParams({{"many", init.data(), init.size() * 4}}, Deadline::InMs(kMs)).ok());
+  // kill -9: the pserver comes back from the checkpoint it wrote at init.
+  cluster.proc(1).Kill();
+  ASSERT_TRUE(cluster.Start(1).ok());
+  Status s;
+  int failed_steps = 0;
+  for (int step = 0; step < 3; step++) {
+    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(10000));
+    s = h.ok() ? (*c)->Wait(*h, Deadline::InMs(5000)) : h.status();
+    if (!s.ok()) failed_steps++;
+  }
+  EXPECT_LE(failed_steps, 1) << "only the step that met the dead pserver may fail";
+  ASSERT_TRUE((*c)->GetParams({{"many", got.data(), got.size() * 4}}, Deadline::InMs(kMs)).ok());
+  // Blocks on the restarted pserver 1 came back from the init values and
+  // missed the failed step; each block saw whole steps only.
+  auto layout = (*c)->layout(Deadline::InMs(kMs));
+  ASSERT_TRUE(layout.ok());
+  uint32_t param = (*layout)->FindParam("many").value();
+  for (const auto& b : (*layout)->blocks()) {
+    if (b.param != param) continue;
+    // A failed step may have reached some blocks before it failed.
+    float want = init[b.first_element] - got[b.first_element];
+    ASSERT_TRUE(want == 3.0f || want == 3.0f - failed_steps) << "block " << b.id << ": " << want;
+    if (b.pserver == 1) EXPECT_EQ(want, 3.0f - failed_steps) << "restarted from init";
+    for (uint64_t i = b.first_element; i < b.first_element + b.num_elements; i++) {
+      ASSERT_EQ(init[i] - got[i], want) << "element " << i << " of block " << b.id
+                                        << " on pserver " << b.pserver;
+    }
+  }
+}
+
+}  // namespace
+}  // namespace fabps::trainer
