@@ -14,6 +14,11 @@ thread_local std::string g_last_error;
 constexpr int64_t kMaxBlockMs = 24 * 3600 * 1000;
 }  // namespace
 
+namespace fabps::trainer::capi {
+// The text behind fabps_last_error(), shared with fabps_c_pserver.cc.
+std::string& ThreadLastError() { return g_last_error; }
+}  // namespace fabps::trainer::capi
+
 struct fabps_master_client {
   std::unique_ptr<fabps::trainer::MasterClient> client;
   std::string last_error;

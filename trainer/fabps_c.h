@@ -2,7 +2,8 @@
  *
  * Conventions for every section:
  *   - Handles are opaque pointers created by fabps_new_* and released by the
- *     matching fabps_release_*; a handle is used by one thread at a time.
+ *     matching fabps_release_*; a handle is used by one thread at a time
+ *     (a pserver client may be shared: see its section).
  *   - Functions returning int return FABPS_OK (0) or a negative FABPS_ERR_*;
  *     the text of the last error of a handle is fabps_*_last_error(handle),
  *     valid until the next call on that handle. Constructors that return NULL
@@ -88,8 +89,279 @@ const char* fabps_master_client_last_error(const fabps_master_client* c);
 /* Stops the background reader and frees `c` (NULL is fine). */
 void fabps_release_master_client(fabps_master_client* c);
 
-/* ===== Parameter server client =====
- * (to come: pserver part of the trainer library) */
+/* ===== Parameter server client: push gradients, pull parameters =====
+ *
+ * A pserver client talks to every pserver of a job. The parameters are cut
+ * into blocks spread over the pservers; gradients and values move block by
+ * block between the caller's buffers and the pservers by one-sided RMA (zero
+ * copy). Typical use (after the original PaddlePaddle design):
+ *
+ *   fabps_pserver_client* c =
+ *       fabps_new_pserver_client("10.0.0.1:7000,10.0.0.2:7000", trainer == 0);
+ *   if (c == NULL) fail(fabps_last_error());
+ *   int init = fabps_begin_init_params(c);
+ *   if (init < 0) fail(fabps_pserver_client_last_error(c));
+ *   if (init == 1) {
+ *     uint64_t shape[2] = {784, 256};
+ *     fabps_init_param(c, "fc1.w", FABPS_FLOAT32, shape, 2, w, sizeof(w));
+ *     fabps_finish_init_params(c);
+ *   }
+ *   const char* names[1] = {"fc1.w"};
+ *   void* bufs[1] = {w};
+ *   size_t bytes[1] = {sizeof(w)};
+ *   fabps_get_params(c, names, bufs, bytes, 1, 60000);  // waits for init
+ *   for (;;) {
+ *     void* grads[1] = {g};
+ *     compute(w, g);
+ *     fabps_push* push;
+ *     fabps_send_grads(c, names, grads, bytes, 1, &push);  // asynchronous
+ *     fabps_wait(c, push, 60000);                   // applied everywhere
+ *     fabps_get_params(c, names, bufs, bytes, 1, 60000);
+ *   }
+ *   fabps_release_pserver_client(c);
+ *
+ * Errors: functions return FABPS_OK (or a documented non-negative value) or a
+ * negative code: FABPS_ERR_ARGUMENT for a NULL or out-of-range argument, a
+ * buffer of the wrong size or a call out of order; FABPS_ERR_NOT_FOUND for an
+ * unknown parameter name; FABPS_ERR_TIMEOUT when a deadline passed;
+ * FABPS_ERR_UNAVAILABLE when a pserver cannot be reached; FABPS_ERR for
+ * anything else. Each failure's text is kept in the client
+ * (fabps_pserver_client_last_error) and in fabps_last_error() of the calling
+ * thread, also when the client pointer itself is NULL.
+ *
+ * Failures of pservers: a dead or restarted pserver turns a data call into
+ * FABPS_ERR_UNAVAILABLE or FABPS_ERR_TIMEOUT within its deadline, never a
+ * hang. The client then reconnects at the start of its next
+ * fabps_send_grads or fabps_get_params: pushes still in flight fail
+ * (FABPS_ERR_UNAVAILABLE from fabps_wait), and the call waits within its
+ * own deadline for every pserver to serve again (a restarted pserver comes
+ * back from its last checkpoint at the same address) and registers anew; if
+ * they are not back by then it fails and the next call tries again. A
+ * trainer treats a failed step as lost and goes on with the next one.
+ *
+ * Buffers: memory passed to fabps_send_grads or fabps_get_params is
+ * registered with the fabric and the registration is cached by address.
+ * Before freeing such memory (or giving it back to an allocator that may
+ * reuse the addresses for other memory), call fabps_forget_buffer on it, or
+ * release the client first.
+ *
+ * Thread safety: calls on one client are serialized by a lock inside it, so
+ * a client may be used from several threads, but its calls do not overlap (a
+ * fabps_wait blocks the client's other calls until it returns); for
+ * parallelism use one client per thread. With several threads on one client,
+ * read errors with fabps_last_error() (per thread) rather than
+ * fabps_pserver_client_last_error. Different clients are independent.
+ */
+typedef struct fabps_pserver_client fabps_pserver_client;
+typedef struct fabps_pserver_options fabps_pserver_options;
+typedef struct fabps_push fabps_push;
+
+/* The codes below are returned by the pserver section only; the master
+ * section returns FABPS_ERR and FABPS_ERR_ARGUMENT. */
+#define FABPS_ERR_NOT_FOUND (-4)   /* no parameter with that name */
+#define FABPS_ERR_TIMEOUT (-5)     /* a deadline passed */
+#define FABPS_ERR_UNAVAILABLE (-6) /* a pserver cannot be reached */
+
+/* Element type of a parameter. The numbers are stable. The pservers apply
+ * update rules to float types only: the integer types are reserved, and
+ * fabps_init_param refuses them today (FABPS_ERR_ARGUMENT). */
+typedef enum fabps_element_type {
+  FABPS_FLOAT32 = 1,
+  FABPS_FLOAT64 = 2,
+  FABPS_INT32 = 3, /* reserved */
+  FABPS_INT64 = 4  /* reserved */
+} fabps_element_type;
+
+/* How a pserver applies a gradient g to the values w of a parameter, with
+ * learning rate lr (see also fabps_update_rule):
+ *   FABPS_RULE_SGD:      w -= lr * g
+ *   FABPS_RULE_MOMENTUM: v = momentum * v + g; w -= lr * v
+ *   FABPS_RULE_NESTEROV: v = momentum * v + g; w -= lr * (g + momentum * v)
+ *   FABPS_RULE_ADAM:     bias-corrected Adam with beta1, beta2, epsilon
+ *   FABPS_RULE_ADAGRAD:  s += g * g; w -= lr * g / (sqrt(s) + epsilon)
+ * The numbers are stable. */
+typedef enum fabps_rule_kind {
+  FABPS_RULE_SGD = 0,
+  FABPS_RULE_MOMENTUM = 1,
+  FABPS_RULE_NESTEROV = 2,
+  FABPS_RULE_ADAM = 3,
+  FABPS_RULE_ADAGRAD = 4
+} fabps_rule_kind;
+
+typedef enum fabps_lr_schedule {
+  FABPS_LR_CONSTANT = 0,
+  /* lr goes linearly from learning_rate at the first update of a block to
+   * final_learning_rate at update decay_steps, then stays there. */
+  FABPS_LR_LINEAR_DECAY = 1
+} fabps_lr_schedule;
+
+/* An update rule. Fill it with fabps_update_rule_defaults, then change the
+ * fields you need. Before each update the gradient is clipped by value
+ * (clip_value > 0), then by its L2 norm over the block (clip_norm > 0), and
+ * weight_decay * w is added (weight_decay > 0). All numbers must be finite;
+ * learning rates, clips and decay >= 0; momentum and betas in [0, 1);
+ * epsilon > 0; decay_steps >= 1 with FABPS_LR_LINEAR_DECAY. Plain data: a
+ * binding may lay it out itself (int, int, then 64-bit fields). */
+typedef struct fabps_update_rule {
+  fabps_rule_kind kind;       /* default FABPS_RULE_SGD */
+  fabps_lr_schedule schedule; /* default FABPS_LR_CONSTANT */
+  double learning_rate;       /* default 0.01 */
+  double final_learning_rate; /* default 0 */
+  uint64_t decay_steps;       /* default 0 */
+  double momentum;            /* default 0.9 */
+  double beta1;               /* default 0.9 */
+  double beta2;               /* default 0.999 */
+  double epsilon;             /* default 1e-8 */
+  double adagrad_initial;     /* default 0: start value of AdaGrad's s */
+  double weight_decay;        /* default 0: off */
+  double clip_value;          /* default 0: off */
+  double clip_norm;           /* default 0: off */
+} fabps_update_rule;
+
+/* Sets *rule to the defaults above (NULL is ignored). */
+void fabps_update_rule_defaults(fabps_update_rule* rule);
+
+/* Options of a pserver client, LevelDB style: create, set, pass to
+ * fabps_new_pserver_client_ex (which copies them), release. The options are
+ * not shared between threads without a lock of the caller's. The setters
+ * return FABPS_OK, or FABPS_ERR_ARGUMENT (NULL options or a bad value; the
+ * message is in fabps_last_error()) and leave the options unchanged. */
+fabps_pserver_options* fabps_new_pserver_options(void);
+void fabps_release_pserver_options(fabps_pserver_options* o); /* NULL: ok */
+
+/* Fabric provider: "auto" (default: the best one found), "shm",
+ * "tcp;ofi_rxm", "verbs;ofi_rxm", ... Must match the pservers'. */
+int fabps_pserver_options_set_provider(fabps_pserver_options* o,
+                                       const char* provider);
+/* Address of the network interface to use ("127.0.0.1", "10.0.0.5"); "" or
+ * NULL (default): the provider's choice. */
+int fabps_pserver_options_set_interface(fabps_pserver_options* o,
+                                        const char* interface_address);
+/* Elements per parameter block when this trainer initializes the
+ * parameters (default 1048576; >= 1). Ignored when another trainer
+ * initializes: the layout is the initializer's. */
+int fabps_pserver_options_set_block_elements(fabps_pserver_options* o,
+                                             uint64_t block_elements);
+/* The update rule of every parameter without its own rule (default: the
+ * fabps_update_rule_defaults rule). Used only when this trainer initializes.
+ * The rule is validated here. */
+int fabps_pserver_options_set_rule(fabps_pserver_options* o,
+                                   const fabps_update_rule* rule);
+/* The update rule of parameter `name` (replaces an earlier one for it). */
+int fabps_pserver_options_set_param_rule(fabps_pserver_options* o,
+                                         const char* name,
+                                         const fabps_update_rule* rule);
+/* This trainer's id, > 0, unique in the job (default: random). */
+int fabps_pserver_options_set_trainer_id(fabps_pserver_options* o,
+                                         int64_t trainer_id);
+/* rpc_timeout_ms (default 10000) bounds each control RPC and how long
+ * fabps_send_grads blocks waiting for a free landing slot on a pserver or
+ * for a reconnection.
+ * init_wait_ms (default 120000) bounds how long fabps_begin_init_params
+ * waits for another trainer's init grant and fabps_send_grads waits for the
+ * parameters to be initialized. Both in (0, 86400000]. */
+int fabps_pserver_options_set_timeouts(fabps_pserver_options* o,
+                                       int rpc_timeout_ms, int init_wait_ms);
+
+/* A client of the pservers at `addrs`: "host:port" of pserver 0, 1, ...
+ * separated by commas (spaces around entries are ignored); the order is the
+ * pservers' index order and must be the same in every trainer. `selected`
+ * non-zero: this trainer volunteers to initialize the parameters (see
+ * fabps_begin_init_params). Opens the fabric; does not need the pservers to
+ * be up or initialized. Default options. Returns NULL on error (message in
+ * fabps_last_error()). Release with fabps_release_pserver_client. */
+fabps_pserver_client* fabps_new_pserver_client(const char* addrs, int selected);
+
+/* Same with options (NULL: the defaults); `o` may be released right after
+ * the call. */
+fabps_pserver_client* fabps_new_pserver_client_ex(
+    const char* addrs, int selected, const fabps_pserver_options* o);
+
+/* Decides who initializes the parameters. Returns 1 when this trainer must
+ * initialize them (it was selected and holds every pserver's init grant;
+ * then call fabps_init_param for each parameter and
+ * fabps_finish_init_params), 0 when it must not (not selected, or the
+ * parameters are or were initialized by someone else, or restored from a
+ * checkpoint: just use the data calls, they wait for initialization), a
+ * negative code on error. A selected trainer waits up to init_wait_ms while
+ * another trainer holds a grant. */
+int fabps_begin_init_params(fabps_pserver_client* c);
+
+/* Records parameter `name` (1..1024 bytes, unique) of element type `type`
+ * with shape[0..rank) (rank in [0, 8]; 0 is a scalar and `shape` may then be
+ * NULL; every dimension >= 1) and its initial values: `bytes` must be the
+ * element count times the element size, and `data` holds them (copied; it
+ * may be freed after the call). Only after fabps_begin_init_params returned
+ * 1 and before fabps_finish_init_params. The order of the calls is the
+ * layout's parameter order. Duplicate names are reported by
+ * fabps_finish_init_params. */
+int fabps_init_param(fabps_pserver_client* c, const char* name,
+                     fabps_element_type type, const uint64_t* shape, int rank,
+                     const void* data, size_t bytes);
+
+/* Builds the layout of the recorded parameters, sends it, the update rules
+ * and the values to the pservers, and ends initialization. When the
+ * pservers turn out to be initialized already, returns FABPS_OK too (their
+ * parameters win). Needs at least one recorded parameter. */
+int fabps_finish_init_params(fabps_pserver_client* c);
+
+/* Pushes the gradients of `n` (>= 0) parameters: names[i] with grads[i] of
+ * bytes[i] bytes (exactly the parameter's size, same element type). Waits
+ * for the parameters to be initialized (up to init_wait_ms) and checks every
+ * name and size before anything is sent, so a bad argument sends nothing.
+ * Then starts the transfers and returns at once with *out set to a push
+ * handle. Blocks up to rpc_timeout_ms while every landing slot of a pserver
+ * is taken, or while reconnecting after a failure (see above). The names, grads
+ * and bytes arrays may be freed when the call returns, but the gradient memory
+ * itself must stay valid and unchanged until fabps_wait on the handle returns.
+ * On error *out is NULL and there is no handle; after a transfer error (dead
+ * pserver) the blocks already sent may be applied, and the gradient memory may
+ * still be read until fabps_release_pserver_client returns. `out` must not be
+ * NULL. */
+int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
+                     void* const* grads, const size_t* bytes, int n,
+                     fabps_push** out);
+
+/* Waits up to timeout_ms (in [0, 86400000]) until every block of `push` is
+ * applied by its pserver (then later fabps_get_params see it), and releases the
+ * handle in every case: `push` must not be used again. FABPS_OK, or the first
+ * error of the push (FABPS_ERR_TIMEOUT when blocks are still unacknowledged).
+ * After an error the gradient memory may still be read by the fabric: do not
+ * free or change it before fabps_release_pserver_client returns. `push` must
+ * come from fabps_send_grads on `c` and not be released yet (otherwise
+ * FABPS_ERR_ARGUMENT, as far as that can be detected). */
+int fabps_wait(fabps_pserver_client* c, fabps_push* push, int64_t timeout_ms);
+
+/* Reads the current values of `n` (>= 0) parameters into bufs[i] of
+ * bytes[i] bytes each (exactly the parameter's size). Waits up to
+ * timeout_ms (in [0, 86400000], in total) for the parameters to be initialized
+ * and the reads to finish. Checks every name and size before reading. On error
+ * the buffers may hold partial values. Pushes waited for before the call are
+ * visible; pushes of other trainers in flight may be partly visible. */
+int fabps_get_params(fabps_pserver_client* c, const char* const* names,
+                     void* const* bufs, const size_t* bytes, int n,
+                     int64_t timeout_ms);
+
+/* Every pserver writes a checkpoint of its shard into directory `dir` (a
+ * path on the pservers' machines; created if missing, non-empty). Needs the
+ * parameters to be initialized. Use it when the master granted the save
+ * (fabps_request_save_model). */
+int fabps_save_model(fabps_pserver_client* c, const char* dir);
+
+/* Drops the client's cached registration of [data, data + bytes): call it
+ * before freeing memory that was passed to fabps_send_grads or
+ * fabps_get_params (not while a push from it is in flight). */
+int fabps_forget_buffer(fabps_pserver_client* c, const void* data,
+                        size_t bytes);
+
+/* Text of the last error on `c` ("" if none; "NULL handle" for NULL), valid
+ * until the next call on `c`. */
+const char* fabps_pserver_client_last_error(const fabps_pserver_client* c);
+
+/* Closes the connections and frees `c` and every push handle of it not yet
+ * waited for (NULL is fine). In-flight transfers are abandoned: their
+ * memory may be freed once this returns. */
+void fabps_release_pserver_client(fabps_pserver_client* c);
 
 #ifdef __cplusplus
 } /* extern "C" */

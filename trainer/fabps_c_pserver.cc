@@ -1,0 +1,589 @@
+// The pserver-client section of the C API (fabps_c.h) over
+// fabps::trainer::PServerClient. No exception crosses the C boundary: every
+// entry point catches and records. Every error is recorded in the client (if
+// any) and in the calling thread's fabps_last_error().
+#include <cmath>
+#include <cstring>
+#include <exception>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <unordered_set>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "pserver/dtype.h"
+#include "pserver/layout.h"
+#include "pserver/update_rule.h"
+#include "trainer/fabps_c.h"
+#include "trainer/pserver_client.h"
+
+namespace fabps::trainer::capi {
+// Defined in fabps_c.cc: the text behind fabps_last_error().
+std::string& ThreadLastError();
+}  // namespace fabps::trainer::capi
+
+namespace {
+
+using fabps::Deadline;
+using fabps::Status;
+using fabps::pserver::DType;
+using fabps::pserver::Layout;
+using fabps::pserver::UpdateRuleConfig;
+using fabps::trainer::capi::ThreadLastError;
+
+constexpr int64_t kMaxTimeoutMs = 24 * 3600 * 1000;
+
+int CodeOf(const Status& s) {
+  switch (s.code()) {
+    case Status::Code::kOk:
+      return FABPS_OK;
+    case Status::Code::kInvalidArgument:
+      return FABPS_ERR_ARGUMENT;
+    case Status::Code::kNotFound:
+      return FABPS_ERR_NOT_FOUND;
+    case Status::Code::kTimedOut:
+      return FABPS_ERR_TIMEOUT;
+    case Status::Code::kUnavailable:
+      return FABPS_ERR_UNAVAILABLE;
+    default:
+      return FABPS_ERR;
+  }
+}
+
+// Records `msg` as the thread's last error and returns `code`.
+int ThreadFail(int code, const std::string& msg) {
+  ThreadLastError() = msg;
+  return code;
+}
+
+bool ValidTimeout(int64_t ms) { return ms >= 0 && ms <= kMaxTimeoutMs; }
+
+Status RuleFromC(const fabps_update_rule& r, UpdateRuleConfig* out) {
+  int kind = static_cast<int>(r.kind);
+  int schedule = static_cast<int>(r.schedule);
+  if (kind < FABPS_RULE_SGD || kind > FABPS_RULE_ADAGRAD) {
+    return Status::InvalidArgument("unknown rule kind " + std::to_string(kind));
+  }
+  if (schedule != FABPS_LR_CONSTANT && schedule != FABPS_LR_LINEAR_DECAY) {
+    return Status::InvalidArgument("unknown learning-rate schedule " +
+                                   std::to_string(schedule));
+  }
+  UpdateRuleConfig c;
+  c.kind = static_cast<fabps::pserver::RuleKind>(kind);
+  c.schedule = static_cast<fabps::pserver::LrSchedule>(schedule);
+  c.learning_rate = r.learning_rate;
+  c.final_learning_rate = r.final_learning_rate;
+  c.decay_steps = r.decay_steps;
+  c.momentum = r.momentum;
+  c.beta1 = r.beta1;
+  c.beta2 = r.beta2;
+  c.epsilon = r.epsilon;
+  c.adagrad_initial = r.adagrad_initial;
+  c.weight_decay = r.weight_decay;
+  c.clip_value = r.clip_value;
+  c.clip_norm = r.clip_norm;
+  Status s = fabps::pserver::ValidateRuleConfig(c);
+  if (!s.ok()) return s;
+  *out = c;
+  return Status::OK();
+}
+
+// "a:1, b:2" -> {"a:1", "b:2"}; empty entries are an error.
+Status SplitAddresses(const char* addrs, std::vector<std::string>* out) {
+  std::string all(addrs);
+  size_t start = 0;
+  for (;;) {
+    size_t comma = all.find(',', start);
+    std::string part = all.substr(
+        start, comma == std::string::npos ? std::string::npos : comma - start);
+    size_t b = part.find_first_not_of(" \t");
+    size_t e = part.find_last_not_of(" \t");
+    if (b == std::string::npos) {
+      return Status::InvalidArgument("empty entry in pserver address list '" +
+                                     all + "'");
+    }
+    out->push_back(part.substr(b, e - b + 1));
+    if (comma == std::string::npos) break;
+    start = comma + 1;
+  }
+  return Status::OK();
+}
+
+// Bytes of a parameter as the layout knows it.
+uint64_t ParamBytes(const fabps::pserver::ParamSpec& spec) {
+  uint64_t n = 1;
+  for (uint64_t d : spec.shape) n *= d;
+  return n * fabps::pserver::DTypeSize(spec.dtype);
+}
+
+}  // namespace
+
+struct fabps_pserver_options {
+  fabps::trainer::PServerClientOptions o;
+};
+
+struct fabps_push {
+  std::shared_ptr<fabps::trainer::PushHandle> handle;
+};
+
+struct fabps_pserver_client {
+  enum class InitState { kIdle, kInitializing, kDone };
+
+  std::mutex mu;  // serializes every call on the client
+  std::unique_ptr<fabps::trainer::PServerClient> client;
+  fabps::trainer::PServerClientOptions options;
+  bool selected = false;
+  InitState init_state = InitState::kIdle;
+  int init_params = 0;  // fabps_init_param calls since the grant
+  std::unordered_set<fabps_push*> pushes;  // not yet waited for
+  std::string last_error;
+
+  int Fail(int code, const std::string& msg) {
+    last_error = msg;
+    return ThreadFail(code, msg);
+  }
+  int Fail(const Status& s) { return Fail(CodeOf(s), s.ToString()); }
+  int Ok() {
+    last_error.clear();
+    return FABPS_OK;
+  }
+
+  // Checks the n (name, buffer, bytes) triples against the layout, waiting
+  // up to `deadline` for it. Fills `out` on success.
+  int CheckBuffers(const char* what, const char* const* names,
+                   void* const* bufs, const size_t* bytes, int n,
+                   Deadline deadline,
+                   std::vector<fabps::trainer::ParamBuffer>* out) {
+    if (n < 0) return Fail(FABPS_ERR_ARGUMENT, std::string(what) + ": n < 0");
+    if (n > 0 && (names == nullptr || bufs == nullptr || bytes == nullptr)) {
+      return Fail(FABPS_ERR_ARGUMENT,
+                  std::string(what) + ": NULL names, buffers or sizes");
+    }
+    if (n == 0) return FABPS_OK;
+    auto layout = client->layout(deadline);
+    if (!layout.ok()) return Fail(layout.status());
+    for (int i = 0; i < n; ++i) {
+      std::string at = std::string(what) + ": entry " + std::to_string(i);
+      if (names[i] == nullptr)
+        return Fail(FABPS_ERR_ARGUMENT, at + ": NULL name");
+      auto idx = (*layout)->FindParam(names[i]);
+      if (!idx.ok()) {
+        return Fail(FABPS_ERR_NOT_FOUND,
+                    at + ": no parameter named '" + names[i] + "'");
+      }
+      uint64_t want = ParamBytes((*layout)->params()[*idx]);
+      if (bufs[i] == nullptr) {
+        return Fail(FABPS_ERR_ARGUMENT,
+                    at + ": NULL buffer for '" + names[i] + "'");
+      }
+      if (bytes[i] != want) {
+        return Fail(FABPS_ERR_ARGUMENT, at + ": parameter '" + names[i] +
+                                            "' has " + std::to_string(want) +
+                                            " bytes, buffer has " +
+                                            std::to_string(bytes[i]));
+      }
+      out->push_back({names[i], bufs[i], bytes[i]});
+    }
+    return FABPS_OK;
+  }
+};
+
+namespace {
+
+// Runs `fn` on a non-NULL client under its lock, turning exceptions into
+// FABPS_ERR.
+template <class Fn>
+int Guarded(fabps_pserver_client* c, const char* what, Fn&& fn) {
+  if (c == nullptr) {
+    return ThreadFail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL client");
+  }
+  try {
+    std::lock_guard<std::mutex> l(c->mu);
+    try {
+      return fn();
+    } catch (const std::exception& e) {
+      return c->Fail(FABPS_ERR, std::string(what) + ": " + e.what());
+    }
+  } catch (const std::exception& e) {  // the lock itself
+    return ThreadFail(FABPS_ERR, std::string(what) + ": " + e.what());
+  }
+}
+
+template <class Fn>
+int GuardedOptions(fabps_pserver_options* o, const char* what, Fn&& fn) {
+  if (o == nullptr) {
+    return ThreadFail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL options");
+  }
+  try {
+    return fn();
+  } catch (const std::exception& e) {
+    return ThreadFail(FABPS_ERR, std::string(what) + ": " + e.what());
+  }
+}
+
+}  // namespace
+
+extern "C" {
+
+void fabps_update_rule_defaults(fabps_update_rule* rule) {
+  if (rule == nullptr) return;
+  UpdateRuleConfig d;
+  std::memset(rule, 0, sizeof(*rule));
+  rule->kind = static_cast<fabps_rule_kind>(d.kind);
+  rule->schedule = static_cast<fabps_lr_schedule>(d.schedule);
+  rule->learning_rate = d.learning_rate;
+  rule->final_learning_rate = d.final_learning_rate;
+  rule->decay_steps = d.decay_steps;
+  rule->momentum = d.momentum;
+  rule->beta1 = d.beta1;
+  rule->beta2 = d.beta2;
+  rule->epsilon = d.epsilon;
+  rule->adagrad_initial = d.adagrad_initial;
+  rule->weight_decay = d.weight_decay;
+  rule->clip_value = d.clip_value;
+  rule->clip_norm = d.clip_norm;
+}
+
+fabps_pserver_options* fabps_new_pserver_options(void) {
+  try {
+    return new fabps_pserver_options;
+  } catch (const std::exception& e) {
+    ThreadLastError() = std::string("fabps_new_pserver_options: ") + e.what();
+    return nullptr;
+  }
+}
+
+void fabps_release_pserver_options(fabps_pserver_options* o) { delete o; }
+
+int fabps_pserver_options_set_provider(fabps_pserver_options* o,
+                                       const char* provider) {
+  return GuardedOptions(o, "fabps_pserver_options_set_provider", [&] {
+    if (provider == nullptr || provider[0] == '\0') {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_provider: empty provider "
+                        "(use \"auto\")");
+    }
+    o->o.provider = provider;
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_interface(fabps_pserver_options* o,
+                                        const char* interface_address) {
+  return GuardedOptions(o, "fabps_pserver_options_set_interface", [&] {
+    o->o.interface_address = interface_address ? interface_address : "";
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_block_elements(fabps_pserver_options* o,
+                                             uint64_t block_elements) {
+  return GuardedOptions(o, "fabps_pserver_options_set_block_elements", [&] {
+    if (block_elements == 0 || block_elements > Layout::kMaxParamElements) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_block_elements: "
+                        "block_elements must be in [1, 2^48]");
+    }
+    o->o.block_elements = block_elements;
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_rule(fabps_pserver_options* o,
+                                   const fabps_update_rule* rule) {
+  return GuardedOptions(o, "fabps_pserver_options_set_rule", [&] {
+    if (rule == nullptr) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_rule: NULL rule");
+    }
+    UpdateRuleConfig c;
+    Status s = RuleFromC(*rule, &c);
+    if (!s.ok()) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_rule: " + s.ToString());
+    }
+    o->o.default_rule = c;
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_param_rule(fabps_pserver_options* o,
+                                         const char* name,
+                                         const fabps_update_rule* rule) {
+  return GuardedOptions(o, "fabps_pserver_options_set_param_rule", [&] {
+    if (name == nullptr || name[0] == '\0' || rule == nullptr) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_param_rule: NULL or empty "
+                        "name, or NULL rule");
+    }
+    UpdateRuleConfig c;
+    Status s = RuleFromC(*rule, &c);
+    if (!s.ok()) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        std::string("fabps_pserver_options_set_param_rule '") +
+                            name + "': " + s.ToString());
+    }
+    o->o.rules[name] = c;
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_trainer_id(fabps_pserver_options* o,
+                                         int64_t trainer_id) {
+  return GuardedOptions(o, "fabps_pserver_options_set_trainer_id", [&] {
+    if (trainer_id <= 0) {
+      return ThreadFail(
+          FABPS_ERR_ARGUMENT,
+          "fabps_pserver_options_set_trainer_id: trainer_id must be > 0");
+    }
+    o->o.trainer_id = trainer_id;
+    return FABPS_OK;
+  });
+}
+
+int fabps_pserver_options_set_timeouts(fabps_pserver_options* o,
+                                       int rpc_timeout_ms, int init_wait_ms) {
+  return GuardedOptions(o, "fabps_pserver_options_set_timeouts", [&] {
+    if (rpc_timeout_ms <= 0 || rpc_timeout_ms > kMaxTimeoutMs ||
+        init_wait_ms <= 0 || init_wait_ms > kMaxTimeoutMs) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_timeouts: timeouts must be "
+                        "in [1, 86400000] ms");
+    }
+    o->o.rpc_timeout_ms = rpc_timeout_ms;
+    o->o.init_wait_ms = init_wait_ms;
+    return FABPS_OK;
+  });
+}
+
+fabps_pserver_client* fabps_new_pserver_client_ex(
+    const char* addrs, int selected, const fabps_pserver_options* o) {
+  const char* what = "fabps_new_pserver_client";
+  if (addrs == nullptr) {
+    ThreadFail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL addrs");
+    return nullptr;
+  }
+  try {
+    fabps::trainer::PServerClientOptions opts;
+    if (o != nullptr) opts = o->o;
+    opts.addresses.clear();
+    Status s = SplitAddresses(addrs, &opts.addresses);
+    if (s.ok()) {
+      auto c = fabps::trainer::PServerClient::Connect(opts);
+      if (c.ok()) {
+        auto h = std::make_unique<fabps_pserver_client>();
+        h->client = std::move(c).value();
+        h->options = opts;
+        h->selected = selected != 0;
+        ThreadLastError().clear();
+        return h.release();
+      }
+      s = c.status();
+    }
+    ThreadFail(CodeOf(s), std::string(what) + ": " + s.ToString());
+  } catch (const std::exception& e) {
+    ThreadFail(FABPS_ERR, std::string(what) + ": " + e.what());
+  }
+  return nullptr;
+}
+
+fabps_pserver_client* fabps_new_pserver_client(const char* addrs,
+                                               int selected) {
+  return fabps_new_pserver_client_ex(addrs, selected, nullptr);
+}
+
+int fabps_begin_init_params(fabps_pserver_client* c) {
+  return Guarded(c, "fabps_begin_init_params", [&] {
+    auto r = c->client->BeginInitParams(c->selected);
+    if (!r.ok())
+      return c->Fail(r.status().WithContext("fabps_begin_init_params"));
+    if (*r) {
+      c->init_state = fabps_pserver_client::InitState::kInitializing;
+      c->init_params = 0;
+    }
+    c->Ok();
+    return *r ? 1 : 0;
+  });
+}
+
+int fabps_init_param(fabps_pserver_client* c, const char* name,
+                     fabps_element_type type, const uint64_t* shape, int rank,
+                     const void* data, size_t bytes) {
+  return Guarded(c, "fabps_init_param", [&] {
+    if (c->init_state != fabps_pserver_client::InitState::kInitializing) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_init_param: only after fabps_begin_init_params "
+                     "returned 1 and before fabps_finish_init_params");
+    }
+    if (name == nullptr || name[0] == '\0' ||
+        std::strlen(name) > Layout::kMaxNameBytes) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_init_param: name must have 1..1024 bytes");
+    }
+    std::string at = std::string("fabps_init_param '") + name + "': ";
+    int t = static_cast<int>(type);
+    if (t == FABPS_INT32 || t == FABPS_INT64) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     at + "integer element types are not supported yet");
+    }
+    if (t != FABPS_FLOAT32 && t != FABPS_FLOAT64) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     at + "unknown element type " + std::to_string(t));
+    }
+    if (rank < 0 || rank > static_cast<int>(Layout::kMaxRank)) {
+      return c->Fail(FABPS_ERR_ARGUMENT, at + "rank must be in [0, 8]");
+    }
+    if (rank > 0 && shape == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT, at + "NULL shape");
+    }
+    fabps::pserver::ParamSpec spec;
+    spec.name = name;
+    spec.dtype = static_cast<DType>(t);
+    uint64_t elements = 1;
+    for (int i = 0; i < rank; ++i) {
+      if (shape[i] == 0 || shape[i] > Layout::kMaxParamElements ||
+          elements > Layout::kMaxParamElements / shape[i]) {
+        return c->Fail(FABPS_ERR_ARGUMENT,
+                       at + "dimensions must be >= 1 with at most 2^48 "
+                            "elements in all");
+      }
+      elements *= shape[i];
+      spec.shape.push_back(shape[i]);
+    }
+    uint64_t want = elements * fabps::pserver::DTypeSize(spec.dtype);
+    if (data == nullptr || bytes != want) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     at + "needs " + std::to_string(want) + " bytes of data, " +
+                         (data == nullptr ? std::string("got NULL")
+                                          : "got " + std::to_string(bytes)));
+    }
+    Status s = c->client->InitParam(spec, data, bytes);
+    if (!s.ok()) return c->Fail(s);
+    c->init_params++;
+    return c->Ok();
+  });
+}
+
+int fabps_finish_init_params(fabps_pserver_client* c) {
+  return Guarded(c, "fabps_finish_init_params", [&] {
+    if (c->init_state != fabps_pserver_client::InitState::kInitializing) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_finish_init_params: only after "
+                     "fabps_begin_init_params returned 1");
+    }
+    if (c->init_params == 0) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_finish_init_params: no parameter recorded");
+    }
+    Status s = c->client->FinishInitParams();
+    if (!s.ok()) return c->Fail(s.WithContext("fabps_finish_init_params"));
+    c->init_state = fabps_pserver_client::InitState::kDone;
+    return c->Ok();
+  });
+}
+
+int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
+                     void* const* grads, const size_t* bytes, int n,
+                     fabps_push** out) {
+  if (out != nullptr) *out = nullptr;
+  return Guarded(c, "fabps_send_grads", [&] {
+    if (out == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_send_grads: NULL out");
+    }
+    std::vector<fabps::trainer::ParamBuffer> bufs;
+    int rc = c->CheckBuffers("fabps_send_grads", names, grads, bytes, n,
+                             Deadline::InMs(c->options.init_wait_ms), &bufs);
+    if (rc != FABPS_OK) return rc;
+    auto push = std::make_unique<fabps_push>();
+    c->pushes.reserve(c->pushes.size() + 1);  // no throw after SendGrads
+    auto h =
+        c->client->SendGrads(bufs, Deadline::InMs(c->options.rpc_timeout_ms));
+    if (!h.ok()) return c->Fail(h.status().WithContext("fabps_send_grads"));
+    push->handle = std::move(h).value();
+    c->pushes.insert(push.get());
+    *out = push.release();
+    return c->Ok();
+  });
+}
+
+int fabps_wait(fabps_pserver_client* c, fabps_push* push, int64_t timeout_ms) {
+  return Guarded(c, "fabps_wait", [&] {
+    if (push == nullptr || c->pushes.count(push) == 0) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_wait: NULL push, or not a pending push of this "
+                     "client");
+    }
+    std::unique_ptr<fabps_push> owned(push);
+    c->pushes.erase(push);
+    if (!ValidTimeout(timeout_ms)) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_wait: timeout_ms must be in [0, 86400000] (the "
+                     "push is released)");
+    }
+    Status s = c->client->Wait(owned->handle, Deadline::InMs(timeout_ms));
+    if (!s.ok()) return c->Fail(s.WithContext("fabps_wait"));
+    return c->Ok();
+  });
+}
+
+int fabps_get_params(fabps_pserver_client* c, const char* const* names,
+                     void* const* bufs, const size_t* bytes, int n,
+                     int64_t timeout_ms) {
+  return Guarded(c, "fabps_get_params", [&] {
+    if (!ValidTimeout(timeout_ms)) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_get_params: timeout_ms must be in [0, 86400000]");
+    }
+    Deadline deadline = Deadline::InMs(timeout_ms);
+    std::vector<fabps::trainer::ParamBuffer> v;
+    int rc = c->CheckBuffers("fabps_get_params", names, bufs, bytes, n,
+                             deadline, &v);
+    if (rc != FABPS_OK) return rc;
+    if (v.empty()) return c->Ok();
+    Status s = c->client->GetParams(v, deadline);
+    if (!s.ok()) return c->Fail(s.WithContext("fabps_get_params"));
+    return c->Ok();
+  });
+}
+
+int fabps_save_model(fabps_pserver_client* c, const char* dir) {
+  return Guarded(c, "fabps_save_model", [&] {
+    if (dir == nullptr || dir[0] == '\0') {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_save_model: NULL or empty directory");
+    }
+    Status s = c->client->SaveModel(dir);
+    if (!s.ok()) return c->Fail(s.WithContext("fabps_save_model"));
+    return c->Ok();
+  });
+}
+
+int fabps_forget_buffer(fabps_pserver_client* c, const void* data,
+                        size_t bytes) {
+  return Guarded(c, "fabps_forget_buffer", [&] {
+    if (data == nullptr || bytes == 0) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_forget_buffer: NULL data or 0 bytes");
+    }
+    c->client->ForgetBuffer(data, bytes);
+    return c->Ok();
+  });
+}
+
+const char* fabps_pserver_client_last_error(const fabps_pserver_client* c) {
+  return c == nullptr ? "NULL handle" : c->last_error.c_str();
+}
+
+void fabps_release_pserver_client(fabps_pserver_client* c) {
+  if (c == nullptr) return;
+  // The client (its endpoint and progress thread) goes before the handles
+  // whose pushes it may still complete.
+  c->client.reset();
+  for (fabps_push* p : c->pushes) delete p;
+  delete c;
+}
+
+}  // extern "C"
