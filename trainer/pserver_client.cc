@@ -379,7 +379,9 @@ Status PServerClient::FinishInitParams() {
     FABPS_RETURN_IF_ERROR(m.Call(s, "FinishInitParams", [&](ps::PServerClient& c) {
       first = c.FinishInitParams(m.options.trainer_id);
     }));
-    if (!first) FABPS_LOG(INFO) << "pserver " << s.index << " was already initialized";
+    if (!first) {
+      FABPS_LOG(INFO) << "pserver " << s.index << " was already initialized";
+    }
   }
   m.init_params.clear();
   return Status::OK();
@@ -390,9 +392,18 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
   Impl& m = *impl_;
   FABPS_RETURN_IF_ERROR(m.Prepare(deadline));
   auto push = std::make_shared<PushHandle>();
+  // Check every buffer and register it before anything is sent, so a bad
+  // argument sends nothing.
+  std::vector<std::pair<uint32_t, std::shared_ptr<transport::MemoryRegion>>> checked;
   for (const auto& g : grads) {
     FABPS_ASSIGN_OR_RETURN(uint32_t param, m.CheckBuffer(g));
     FABPS_ASSIGN_OR_RETURN(auto region, m.fabric->cache().Get(g.data, g.bytes));
+    checked.emplace_back(param, std::move(region));
+  }
+  for (size_t gi = 0; gi < grads.size(); gi++) {
+    const ParamBuffer& g = grads[gi];
+    uint32_t param = checked[gi].first;
+    const auto& region = checked[gi].second;
     size_t base = static_cast<size_t>(static_cast<char*>(g.data) -
                                       static_cast<char*>(region->data()));
     size_t esize = pserver::DTypeSize(m.layout->params()[param].dtype);
@@ -506,7 +517,7 @@ Status PServerClient::SaveModel(const std::string& dir) {
 }
 
 Result<const Layout*> PServerClient::layout(Deadline deadline) {
-  FABPS_RETURN_IF_ERROR(impl_->EnsureReady(deadline));
+  FABPS_RETURN_IF_ERROR(impl_->Prepare(deadline));
   return impl_->layout.get();
 }
 

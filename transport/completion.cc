@@ -56,7 +56,7 @@ Status Completion::Wait(Deadline deadline) {
     }
     polls++;
     if (polls < 2000) continue;
-    if (polls < 4000) {
+    if (polls < 4000 || (d != nullptr && d->busy_poll())) {
       sched_yield();
     } else {
       std::this_thread::sleep_for(std::chrono::microseconds(50));

@@ -17,6 +17,9 @@ class ProgressDriver {
  public:
   virtual ~ProgressDriver() = default;
   virtual Result<size_t> Progress() = 0;
+  // True when the owner asked to drive progress itself (kCaller): waits
+  // then spin (yielding) instead of sleeping, for the lowest latency.
+  virtual bool busy_poll() const = 0;
 };
 
 // One posted operation, possibly split into `parts` provider operations. It

@@ -312,7 +312,13 @@ Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
       idle = 0;
       continue;
     }
-    if (++idle > 2000) std::this_thread::sleep_for(std::chrono::microseconds(20));
+    if (++idle > 2000) {
+      if (mode_ == ProgressMode::kCaller) {
+        sched_yield();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(20));
+      }
+    }
   }
 }
 

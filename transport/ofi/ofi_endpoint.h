@@ -51,6 +51,7 @@ class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
   std::optional<ImmediateEvent> PollImmediate() override;
   Result<ImmediateEvent> WaitImmediate(Deadline deadline) override;
   Result<size_t> Progress() override;
+  bool busy_poll() const override { return mode_ == ProgressMode::kCaller; }
 
  private:
   struct Op;
