@@ -60,8 +60,10 @@ struct Flags {
   bool start_etcd = false;
   int kill_random = 0;
   int kill_every_s = 15;
+  std::string kill_target = "any";  // any, trainer, pserver
   int save_period = 10;
   std::string job = "fashion-mnist";
+  int task_timeout_ms = 10000;
   uint64_t seed = 1;
 };
 
@@ -222,7 +224,8 @@ Status Launcher::StartMaster() {
   FABPS_RETURN_IF_ERROR(group_.Start(
       "master",
       {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job, "--port", "0",
-       "--port-file", port_file, "--task-timeout", "30000", "--chunks-per-task", "1"},
+       "--port-file", port_file, "--task-timeout", std::to_string(f_.task_timeout_ms),
+       "--chunks-per-task", "1"},
       f_.run_dir + "/master.log"));
   FABPS_ASSIGN_OR_RETURN(master_port_, WaitForPortFile(group_, "master", port_file, 30000));
   return Status::OK();
@@ -384,8 +387,12 @@ void Launcher::MaybeKill() {
   if (now < next_kill_) return;
   next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
   std::vector<std::string> victims;
-  for (int t = 0; t < f_.trainers; t++) victims.push_back("trainer-" + std::to_string(t));
-  for (int p = 0; p < f_.pservers; p++) victims.push_back("pserver-" + std::to_string(p));
+  if (f_.kill_target != "pserver") {
+    for (int t = 0; t < f_.trainers; t++) victims.push_back("trainer-" + std::to_string(t));
+  }
+  if (f_.kill_target != "trainer") {
+    for (int p = 0; p < f_.pservers; p++) victims.push_back("pserver-" + std::to_string(p));
+  }
   std::string v = victims[rng_() % victims.size()];
   Child* c = group_.Find(v);
   if (c == nullptr || !c->running) return;
@@ -487,6 +494,10 @@ int main(int argc, char** argv) {
   app.add_option("--kill-random", f.kill_random, "kill -9 and restart a random trainer or pserver N times")
       ->check(CLI::Range(0, 1000));
   app.add_option("--kill-every", f.kill_every_s, "seconds between kills")->check(CLI::Range(1, 3600));
+  app.add_option("--kill-target", f.kill_target, "what --kill-random may kill")
+      ->check(CLI::IsMember({"any", "trainer", "pserver"}));
+  app.add_option("--task-timeout", f.task_timeout_ms, "master: ms before a pending task is handed out again")
+      ->check(CLI::Range(100, 3600000));
   app.add_option("--save-period", f.save_period, "pserver checkpoint period, seconds")
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
