@@ -1,0 +1,21 @@
+// fabps-fashion-mnist-trainer: see trainer.h and README.md.
+#include <cstdio>
+
+#include "base/log.h"
+#include "examples/fashion_mnist/trainer.h"
+#include "examples/fashion_mnist/trainer_flags.h"
+
+int main(int argc, char** argv) {
+  using namespace fabps::examples::fashion_mnist;
+  TrainerConfig config;
+  int rc = ParseTrainerFlags(argc, argv, &config);
+  if (rc >= 0) return rc;
+  fabps::SetLogTag("fashion-mnist-" + std::to_string(config.trainer_id));
+  fabps::Status s = RunTrainer(config);
+  if (!s.ok()) {
+    std::fprintf(stderr, "fabps-fashion-mnist-trainer: %s\n",
+                 s.ToString().c_str());
+    return 1;
+  }
+  return 0;
+}

@@ -1,0 +1,290 @@
+#include "examples/fashion_mnist/trainer.h"
+
+#include <fnmatch.h>
+
+#include <cmath>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "coord/store.h"
+#include "examples/fashion_mnist/fashion_data.h"
+#include "examples/fashion_mnist/metrics_log.h"
+#include "examples/fashion_mnist/mlp.h"
+#include "trainer/master_client.h"
+#include "trainer/pserver_client.h"
+
+namespace fabps::examples::fashion_mnist {
+namespace {
+
+constexpr const char* kEvaluatorKey = "eval/trainer";
+
+std::string TrainerName(int64_t id) { return "trainer-" + std::to_string(id); }
+
+double Seconds(SteadyClock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// Test shards that the training globs also match would make the reported
+// accuracy meaningless.
+Status CheckDisjoint(const std::vector<std::string>& test_files,
+                     const std::vector<std::string>& train_globs) {
+  for (const std::string& f : test_files) {
+    for (const std::string& g : train_globs) {
+      if (::fnmatch(g.c_str(), f.c_str(), FNM_PATHNAME) == 0) {
+        return Status::InvalidArgument("--test-data: " + f +
+                                       " is also matched by --dataset " + g);
+      }
+    }
+  }
+  return Status::OK();
+}
+
+class FashionMnistTrainer {
+ public:
+  explicit FashionMnistTrainer(const TrainerConfig& config) : config_(config) {}
+
+  Status Run() {
+    FABPS_RETURN_IF_ERROR(SetUp());
+    start_ = SteadyClock::now();
+    for (int64_t pass = 0; pass < config_.passes; ++pass) {
+      FABPS_RETURN_IF_ERROR(
+          RunPass(pass).WithContext("pass " + std::to_string(pass)));
+    }
+    FABPS_LOG(INFO) << "done: " << config_.passes << " passes in "
+                    << Seconds(SteadyClock::now() - start_) << " s";
+    return Status::OK();
+  }
+
+ private:
+  Status SetUp() {
+    FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
+    FABPS_ASSIGN_OR_RETURN(evaluator_, ChooseEvaluator());
+    if (evaluator_) FABPS_RETURN_IF_ERROR(LoadTestSet());
+
+    trainer::MasterClientOptions mo;
+    mo.master_address = config_.master;
+    mo.store_spec = config_.store;
+    mo.job = config_.job;
+    mo.trainer_id = TrainerName(config_.trainer_id);
+    FABPS_ASSIGN_OR_RETURN(master_, trainer::MasterClient::Create(mo));
+    FABPS_RETURN_IF_ERROR(master_->SetDataset(config_.dataset)
+                              .WithContext("setting the dataset"));
+
+    trainer::PServerClientOptions po;
+    po.addresses = config_.pservers;
+    po.provider = config_.provider;
+    po.interface_address = config_.interface_address;
+    po.block_elements = config_.block_elements;
+    po.default_rule = config_.rule;
+    po.rpc_timeout_ms = static_cast<int>(config_.timeout_ms);
+    FABPS_ASSIGN_OR_RETURN(ps_, trainer::PServerClient::Connect(po));
+    FABPS_LOG(INFO) << "connected to " << config_.pservers.size()
+                    << " pservers over " << ps_->provider();
+
+    for (int i = 0; i < kNumTensors; ++i) {
+      const TensorShape& t = MlpTensorShapes()[i];
+      size_t bytes = t.elements() * sizeof(float);
+      param_buffers_.push_back({t.name, params_.tensors[i].data(), bytes});
+      grad_buffers_.push_back({t.name, grads_.tensors[i].data(), bytes});
+    }
+    FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
+    if (initializer) {
+      FABPS_LOG(INFO) << "initializing the parameters (seed " << config_.seed
+                      << ", rule " << pserver::RuleName(config_.rule.kind)
+                      << ", lr " << config_.rule.learning_rate << ")";
+      InitMlpParams(config_.seed, &params_);
+      for (int i = 0; i < kNumTensors; ++i) {
+        const TensorShape& t = MlpTensorShapes()[i];
+        pserver::ParamSpec spec{t.name, pserver::DType::kFloat32, {}};
+        spec.shape.push_back(static_cast<uint64_t>(t.rows));
+        if (t.cols) spec.shape.push_back(static_cast<uint64_t>(t.cols));
+        FABPS_RETURN_IF_ERROR(ps_->InitParam(spec, params_.tensors[i].data(),
+                                             param_buffers_[i].bytes));
+      }
+      FABPS_RETURN_IF_ERROR(ps_->FinishInitParams());
+    }
+    x_.resize(config_.batch, kPixels);
+    labels_.reserve(config_.batch);
+    return Status::OK();
+  }
+
+  Result<bool> ChooseEvaluator() {
+    if (config_.store.empty()) return config_.trainer_id == 0;
+    if (config_.test_data.empty()) return false;
+    coord::StoreOptions so;
+    so.spec = config_.store;
+    so.job = config_.job;
+    FABPS_ASSIGN_OR_RETURN(auto store, coord::OpenStore(so));
+    std::string me = TrainerName(config_.trainer_id);
+    FABPS_ASSIGN_OR_RETURN(coord::TxnResult r,
+                           store->Txn({coord::Compare::Absent(kEvaluatorKey)},
+                                      {coord::TxnOp::Put(kEvaluatorKey, me)},
+                                      {coord::TxnOp::Get(kEvaluatorKey)},
+                                      store->DefaultDeadline()));
+    if (r.succeeded) return true;
+    std::string holder;
+    if (!r.results.empty() && !r.results[0].kvs.empty()) {
+      holder = r.results[0].kvs[0].value;
+    }
+    FABPS_LOG(INFO) << "evaluator: " << holder;
+    return holder == me;  // a restarted evaluator keeps its role
+  }
+
+  Status LoadTestSet() {
+    FABPS_ASSIGN_OR_RETURN(auto files, ExpandDataFiles(config_.test_data));
+    FABPS_RETURN_IF_ERROR(CheckDisjoint(files, config_.dataset));
+    FABPS_ASSIGN_OR_RETURN(test_set_, LoadLabeledImages(files));
+    if (test_set_.labels.empty()) {
+      return Status::InvalidArgument("--test-data: no valid record in " +
+                                     config_.test_data);
+    }
+    FABPS_LOG(INFO) << "evaluating on " << test_set_.labels.size()
+                    << " test examples from " << files.size() << " files ("
+                    << test_set_.bad_records << " bad records skipped)";
+    return Status::OK();
+  }
+
+  Status RunPass(int64_t pass) {
+    pass_ = pass;
+    auto pass_start = SteadyClock::now();
+    pass_samples_ = 0;
+    pass_loss_sum_ = 0;
+    pass_bad_ = 0;
+    ResetInterval();
+    FABPS_RETURN_IF_ERROR(master_->StartGetRecords(pass));
+    int rows = 0;
+    labels_.clear();
+    std::string_view record;
+    for (;;) {
+      FABPS_ASSIGN_OR_RETURN(bool more, master_->NextRecord(&record));
+      if (!more) break;
+      int label;
+      if (!ParseRecord(record, x_.row(rows).data(), &label)) {
+        if (pass_bad_++ == 0) {
+          FABPS_LOG(WARNING) << "skipping a malformed record of "
+                             << record.size() << " bytes (further ones are "
+                             << "only counted)";
+        }
+        continue;
+      }
+      labels_.push_back(label);
+      if (++rows == config_.batch) {
+        FABPS_RETURN_IF_ERROR(TrainBatch());
+        rows = 0;
+      }
+    }
+    if (rows > 0) {
+      // The pass's last, smaller batch: Eigen keeps the first rows of a
+      // row-major matrix when it shrinks.
+      x_.conservativeResize(rows, kPixels);
+      Status s = TrainBatch();
+      x_.resize(config_.batch, kPixels);
+      FABPS_RETURN_IF_ERROR(s);
+    }
+    MaybeReportProgress(/*force=*/interval_samples_ > 0);
+
+    JsonLine line;
+    line.Add("event", "pass")
+        .Add("trainer", config_.trainer_id)
+        .Add("pass", pass)
+        .Add("samples", pass_samples_)
+        .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
+        .Add("bad_records", pass_bad_);
+    if (evaluator_) {
+      FABPS_RETURN_IF_ERROR(Pull());
+      Evaluation e =
+          EvaluateModel(params_, test_set_, config_.eval_batch, &mlp_);
+      line.Add("test_accuracy", e.accuracy).Add("test_loss", e.loss);
+    }
+    auto now = SteadyClock::now();
+    line.Add("seconds", Seconds(now - pass_start))
+        .Add("elapsed_seconds", Seconds(now - start_));
+    metrics_->Write(line);
+    return Status::OK();
+  }
+
+  Status Pull() {
+    return ps_->GetParams(param_buffers_, Deadline::InMs(config_.timeout_ms))
+        .WithContext("pulling the parameters");
+  }
+
+  // One step of async SGD on the first x_.rows() examples.
+  Status TrainBatch() {
+    FABPS_RETURN_IF_ERROR(Pull());
+    float loss = mlp_.LossAndGradients(params_, x_, labels_, &grads_);
+    auto deadline = Deadline::InMs(config_.timeout_ms);
+    FABPS_ASSIGN_OR_RETURN(auto handle,
+                           ps_->SendGrads(grad_buffers_, deadline));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(handle, deadline).WithContext("pushing the gradients"));
+    int64_t n = static_cast<int64_t>(labels_.size());
+    labels_.clear();
+    pass_samples_ += n;
+    pass_loss_sum_ += static_cast<double>(loss) * n;
+    interval_samples_ += n;
+    interval_loss_sum_ += static_cast<double>(loss) * n;
+    ++interval_batches_;
+    MaybeReportProgress(/*force=*/false);
+    return Status::OK();
+  }
+
+  void ResetInterval() {
+    interval_start_ = SteadyClock::now();
+    interval_samples_ = 0;
+    interval_batches_ = 0;
+    interval_loss_sum_ = 0;
+  }
+
+  void MaybeReportProgress(bool force) {
+    double secs = Seconds(SteadyClock::now() - interval_start_);
+    bool by_batches = config_.progress_batches > 0 &&
+                      interval_batches_ >= config_.progress_batches;
+    if (!force && !by_batches && secs < config_.progress_seconds) return;
+    if (interval_samples_ == 0) return;
+    metrics_->Write(
+        JsonLine()
+            .Add("event", "progress")
+            .Add("trainer", config_.trainer_id)
+            .Add("pass", pass_)
+            .Add("samples", pass_samples_)
+            .Add("loss", interval_loss_sum_ / interval_samples_)
+            .Add("samples_per_sec", secs > 0 ? interval_samples_ / secs : 0.0));
+    ResetInterval();
+  }
+
+  const TrainerConfig config_;
+  std::unique_ptr<MetricsLog> metrics_;
+  bool evaluator_ = false;
+  LabeledImages test_set_;
+  std::unique_ptr<trainer::MasterClient> master_;
+
+  MlpParams<float> params_, grads_;
+  std::vector<trainer::ParamBuffer> param_buffers_, grad_buffers_;
+  Mlp<float> mlp_;
+  Mlp<float>::Matrix x_;
+  std::vector<int> labels_;
+
+  SteadyClock::time_point start_;
+  int64_t pass_ = 0;
+  int64_t pass_samples_ = 0, pass_bad_ = 0;
+  double pass_loss_sum_ = 0;
+  SteadyClock::time_point interval_start_;
+  int64_t interval_samples_ = 0, interval_batches_ = 0;
+  double interval_loss_sum_ = 0;
+
+  // Declared last, so destroyed first: the fabric's registration cache
+  // holds params_ and grads_ until the client is gone.
+  std::unique_ptr<trainer::PServerClient> ps_;
+};
+
+}  // namespace
+
+Status RunTrainer(const TrainerConfig& config) {
+  FashionMnistTrainer trainer(config);
+  return trainer.Run();
+}
+
+}  // namespace fabps::examples::fashion_mnist
