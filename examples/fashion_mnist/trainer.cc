@@ -5,6 +5,7 @@
 #include <cmath>
 #include <memory>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "base/deadline.h"
@@ -194,7 +195,12 @@ class FashionMnistTrainer {
         .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
         .Add("bad_records", pass_bad_);
     if (evaluator_) {
-      FABPS_RETURN_IF_ERROR(Pull());
+      Status pulled = Pull();  // the client reconnects if a pserver restarted
+      for (int i = 0; i < kMaxFailedStepsInARow && !pulled.ok(); i++) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        pulled = Pull();
+      }
+      FABPS_RETURN_IF_ERROR(pulled);
       Evaluation e =
           EvaluateModel(params_, test_set_, config_.eval_batch, &mlp_);
       line.Add("test_accuracy", e.accuracy).Add("test_loss", e.loss);
@@ -211,8 +217,31 @@ class FashionMnistTrainer {
         .WithContext("pulling the parameters");
   }
 
-  // One step of async SGD on the first x_.rows() examples.
+  // One step of async SGD on the first x_.rows() examples. A step that meets
+  // a dead or restarting pserver is lost, not fatal: the client reconnects
+  // on the next call (async SGD loses one update). Many failed steps in a
+  // row end the trainer.
   Status TrainBatch() {
+    Status s = TryStep();
+    if (s.ok()) {
+      failed_in_a_row_ = 0;
+      return s;
+    }
+    bool transient = s.code() == Status::Code::kUnavailable ||
+                     s.code() == Status::Code::kTimedOut ||
+                     s.code() == Status::Code::kCancelled ||
+                     s.code() == Status::Code::kIOError;
+    if (!transient || ++failed_in_a_row_ > kMaxFailedStepsInARow) return s;
+    FABPS_LOG(WARNING) << "step lost (" << s.ToString() << "); reconnecting";
+    labels_.clear();
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return Status::OK();
+  }
+
+  static constexpr int kMaxFailedStepsInARow = 30;
+  int failed_in_a_row_ = 0;
+
+  Status TryStep() {
     FABPS_RETURN_IF_ERROR(Pull());
     float loss = mlp_.LossAndGradients(params_, x_, labels_, &grads_);
     auto deadline = Deadline::InMs(config_.timeout_ms);

@@ -371,9 +371,12 @@ Result<size_t> OfiEndpoint::Progress() {
 }
 
 void OfiEndpoint::ProgressLoop() {
-  // Spin while there is traffic, back off to short sleeps when idle: the
-  // target side of RMA must read its CQ for tcp and shm to make progress.
-  int idle = 0;
+  // Stay hot (polling, yielding the core) while anything happened recently:
+  // a large transfer in flight produces no completion until it ends, and
+  // the target side of RMA must keep reading its CQ for tcp and shm to move
+  // the bytes. After a quiet spell, sleep in short steps.
+  constexpr auto kHot = std::chrono::milliseconds(20);
+  auto last_activity = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     auto r = Progress();
     if (!r.ok()) {
@@ -381,14 +384,20 @@ void OfiEndpoint::ProgressLoop() {
       std::this_thread::sleep_for(std::chrono::milliseconds(1));
       continue;
     }
-    if (r.value() > 0) {
-      idle = 0;
+    auto now = std::chrono::steady_clock::now();
+    bool busy = r.value() > 0;
+    if (!busy) {
+      std::lock_guard<std::mutex> l(ops_mu_);
+      busy = !inflight_.empty();
+    }
+    if (busy) {
+      last_activity = now;
       continue;
     }
-    if (++idle < 200) {
+    if (now - last_activity < kHot) {
       sched_yield();
     } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(idle < 2000 ? 10 : 100));
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
     }
   }
 }
