@@ -376,7 +376,8 @@ void Launcher::ShowProgress(bool final_line) {
   char line[512];
   std::snprintf(line, sizeof(line),
                 "pass %lld/%d [%s] %lld/%lld tasks | %.0f samples/s | loss %.3f | %.0f updates/s%s",
-                static_cast<long long>(master_status_.pass + 1), f_.passes, bar.c_str(),
+                static_cast<long long>(std::min<int64_t>(master_status_.pass + 1, f_.passes)),
+                f_.passes, bar.c_str(),
                 static_cast<long long>(done), static_cast<long long>(total), sps,
                 with_loss ? loss / with_loss : NAN, updates_per_sec_, acc.c_str());
   if (tty_) {

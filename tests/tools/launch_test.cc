@@ -1,0 +1,84 @@
+// The main job as a user runs it: fabps-launch starts a real master,
+// pservers and trainers of the Fashion-MNIST example, trains one pass, and
+// leaves no process behind; and again with a pserver killed and restarted
+// mid-run.
+#include <dirent.h>
+#include <sys/wait.h>
+
+#include <fstream>
+#include <regex>
+#include <string>
+
+#include <gtest/gtest.h>
+
+#include "tests/util/subprocess.h"
+
+namespace fabps {
+namespace {
+
+using testing::Subprocess;
+using testing::TempDir;
+
+// PIDs of processes whose command line mentions `needle`.
+std::vector<int> ProcessesMentioning(const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
+    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    if (cmd.find(needle) != std::string::npos) out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+// Runs the launcher; returns its output, with its exit code in *code.
+std::string RunLauncher(const TempDir& dir, const std::vector<std::string>& extra, int* code) {
+  std::vector<std::string> argv = {testing::BuiltBinary("tools/launch/fabps-launch"),
+                                   "--passes", "1", "--pservers", "2", "--trainers", "2",
+                                   "--provider", "tcp;ofi_rxm", "--run-dir", dir.File("run"),
+                                   "--data-dir", dir.File("data"), "--save-period", "2"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  auto p = Subprocess::Start(argv, dir.File("launch.out"));
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  auto st = p->Wait(240000);
+  EXPECT_TRUE(st.ok()) << "launcher still running after 240 s";
+  *code = st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  return testing::ReadFileOrEmpty(dir.File("launch.out"));
+}
+
+double AccuracyOfPass1(const std::string& out) {
+  std::smatch m;
+  std::regex row(R"(\n1\s+[0-9.naN]+\s+([0-9.]+)\s)");
+  if (std::regex_search(out, m, row)) return std::stod(m[1]);
+  return -1;
+}
+
+TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
+  TempDir dir;
+  int code = -1;
+  std::string out = RunLauncher(dir, {}, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("fabps job finished"), std::string::npos) << out;
+  double acc = AccuracyOfPass1(out);
+  EXPECT_GT(acc, 0.5) << "10 classes: chance is 0.1\n" << out;
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty()) << "processes left behind";
+}
+
+TEST(Launch, SurvivesAPserverKilledAndRestarted) {
+  TempDir dir;
+  int code = -1;
+  std::string out = RunLauncher(
+      dir, {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4"}, &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos) << out;
+  double acc = AccuracyOfPass1(out);
+  EXPECT_GT(acc, 0.5) << out;
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty()) << "processes left behind";
+}
+
+}  // namespace
+}  // namespace fabps
