@@ -327,9 +327,14 @@ Result<bool> PServerClient::BeginInitParams(bool selected) {
   for (auto& s : m.servers) {
     for (;;) {
       ps::InitGrantKind::type grant{};
-      FABPS_RETURN_IF_ERROR(m.Call(s, "BeginInitParams", [&](ps::PServerClient& c) {
+      Status st = m.Call(s, "BeginInitParams", [&](ps::PServerClient& c) {
         grant = c.BeginInitParams(m.options.trainer_id);
-      }));
+      });
+      if (st.code() == Status::Code::kUnavailable && !deadline.Expired()) {
+        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // pserver (re)starting
+        continue;
+      }
+      FABPS_RETURN_IF_ERROR(st);
       if (grant == ps::InitGrantKind::GRANTED) break;
       if (grant == ps::InitGrantKind::ALREADY_INITIALIZED) return false;
       if (deadline.Expired()) return Status::TimedOut("another trainer holds the init grant");
