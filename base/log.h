@@ -29,15 +29,23 @@ class LogMessage {
   std::ostringstream os_;
 };
 
+// Turns the stream expression into void for FABPS_LOG's conditional.
+struct LogVoidify {
+  void operator&(std::ostream&) {}
+};
+
 }  // namespace fabps
 
 #define FABPS_LOG_LEVEL_DEBUG ::fabps::LogLevel::kDebug
 #define FABPS_LOG_LEVEL_INFO ::fabps::LogLevel::kInfo
 #define FABPS_LOG_LEVEL_WARNING ::fabps::LogLevel::kWarning
 #define FABPS_LOG_LEVEL_ERROR ::fabps::LogLevel::kError
-#define FABPS_LOG(level)                                        \
-  if (FABPS_LOG_LEVEL_##level < ::fabps::GetLogLevel()) {       \
-  } else                                                        \
-    ::fabps::LogMessage(FABPS_LOG_LEVEL_##level, __FILE__, __LINE__).stream()
+// An expression, not an if/else, so that `if (x) FABPS_LOG(INFO) << y;`
+// has no dangling else; `&` binds looser than `<<`.
+#define FABPS_LOG(level)                                   \
+  (FABPS_LOG_LEVEL_##level < ::fabps::GetLogLevel())       \
+      ? (void)0                                            \
+      : ::fabps::LogVoidify() &                            \
+            ::fabps::LogMessage(FABPS_LOG_LEVEL_##level, __FILE__, __LINE__).stream()
 
 #endif  // FABPS_BASE_LOG_H_
