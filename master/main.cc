@@ -15,6 +15,7 @@
 #include <memory>
 #include <string>
 
+#include "base/file_util.h"
 #include "base/log.h"
 #include "coord/store.h"
 #include "master/clock.h"
@@ -37,19 +38,6 @@ struct Flags {
   DispatcherOptions dispatch;
   int64_t expire_interval_ms = 100;
 };
-
-Status WriteFileAtomically(const std::string& path,
-                           const std::string& content) {
-  std::string tmp = path + ".tmp";
-  {
-    std::ofstream f(tmp, std::ios::trunc);
-    f << content;
-    if (!f.flush()) return Status::IOError("write " + tmp);
-  }
-  if (std::rename(tmp.c_str(), path.c_str()) != 0)
-    return PosixError("rename to " + path, errno);
-  return Status::OK();
-}
 
 int Run(const Flags& flags) {
   SetLogTag("master");
