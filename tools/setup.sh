@@ -8,7 +8,7 @@ PACKAGES=(
   libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ibverbs-utils rdma-core
   libthrift-dev thrift-compiler libboost-dev libevent-dev libssl-dev
   libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
-  libzstd-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libeigen3-dev
+  libzstd-dev zlib1g-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libeigen3-dev
   etcd-server etcd-client iperf3 dataset-fashion-mnist
   iproute2 procps python3 openssl
 )
