@@ -132,9 +132,10 @@ TEST_P(EndpointTest, ImmediateDataArrivesIntactAndInOrder) {
   auto ml = p.fa->Register(local.data(), local.size());
   auto mr = p.fb->Register(remote.data(), remote.size());
   ASSERT_TRUE(ml.ok() && mr.ok());
-  // Up to 32 writes in flight at once: order must hold across them. (The
-  // sockets provider of libfabric 1.17 stalls with 64 writes carrying CQ
-  // data in flight to one peer; fabps bounds in-flight writes by credits.)
+  // Up to 8 writes in flight at once: order must hold across them. (The
+  // sockets provider of libfabric 1.17 stalls now and then with 32 or more
+  // writes carrying CQ data in flight to one peer; fabps bounds in-flight
+  // writes per peer by its landing-slot credits, 8 by default.)
   std::vector<Completion> pending;
   for (int i = 0; i < kWrites; i++) {
     size_t slot = static_cast<size_t>(i % 8);
@@ -143,7 +144,7 @@ TEST_P(EndpointTest, ImmediateDataArrivesIntactAndInOrder) {
                         Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     pending.push_back(*w);
-    if (pending.size() == 32) {
+    if (pending.size() == 8) {
       for (auto& c : pending) ASSERT_TRUE(c.Wait(Deadline::InMs(kTimeoutMs)).ok());
       pending.clear();
     }
