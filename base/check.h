@@ -12,19 +12,21 @@ namespace fabps::internal {
                               const std::string& msg);
 }  // namespace fabps::internal
 
-#define FABPS_CHECK(cond)                                                \
-  do {                                                                   \
-    if (!(cond)) ::fabps::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
+#define FABPS_CHECK(cond)                                            \
+  do {                                                               \
+    if (!(cond))                                                     \
+      ::fabps::internal::CheckFailed(__FILE__, __LINE__, #cond, ""); \
   } while (0)
 
 // FABPS_CHECK_MSG(n > 0, "n=" << n)
-#define FABPS_CHECK_MSG(cond, stream_expr)                                  \
-  do {                                                                      \
-    if (!(cond)) {                                                          \
-      std::ostringstream _fabps_os;                                         \
-      _fabps_os << stream_expr;                                             \
-      ::fabps::internal::CheckFailed(__FILE__, __LINE__, #cond, _fabps_os.str()); \
-    }                                                                       \
+#define FABPS_CHECK_MSG(cond, stream_expr)                      \
+  do {                                                          \
+    if (!(cond)) {                                              \
+      std::ostringstream _fabps_os;                             \
+      _fabps_os << stream_expr;                                 \
+      ::fabps::internal::CheckFailed(__FILE__, __LINE__, #cond, \
+                                     _fabps_os.str());          \
+    }                                                           \
   } while (0)
 
 #endif  // FABPS_BASE_CHECK_H_

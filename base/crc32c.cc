@@ -21,7 +21,8 @@ struct Table {
       t[0][i] = c;
     }
     for (uint32_t i = 0; i < 256; i++) {
-      for (int s = 1; s < 8; s++) t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
+      for (int s = 1; s < 8; s++)
+        t[s][i] = (t[s - 1][i] >> 8) ^ t[0][t[s - 1][i] & 0xff];
     }
   }
 };

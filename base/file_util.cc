@@ -8,7 +8,8 @@
 
 namespace fabps {
 
-Status WriteFileAtomically(const std::string& path, const std::string& contents) {
+Status WriteFileAtomically(const std::string& path,
+                           const std::string& contents) {
   std::string tmp = path + ".tmp";
   int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
   if (fd < 0) return PosixError("open " + tmp, errno);
@@ -29,7 +30,8 @@ Status WriteFileAtomically(const std::string& path, const std::string& contents)
     return PosixError("fsync " + tmp, err);
   }
   ::close(fd);
-  if (::rename(tmp.c_str(), path.c_str()) != 0) return PosixError("rename " + tmp, errno);
+  if (::rename(tmp.c_str(), path.c_str()) != 0)
+    return PosixError("rename " + tmp, errno);
   return Status::OK();
 }
 
@@ -44,8 +46,8 @@ Result<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
   }
   if (static_cast<size_t>(st.st_size) > max_bytes) {
     ::close(fd);
-    return Status::ResourceExhausted(path + ": larger than " + std::to_string(max_bytes) +
-                                     " bytes");
+    return Status::ResourceExhausted(path + ": larger than " +
+                                     std::to_string(max_bytes) + " bytes");
   }
   std::string out(static_cast<size_t>(st.st_size), '\0');
   size_t done = 0;

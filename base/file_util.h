@@ -10,11 +10,13 @@ namespace fabps {
 
 // Writes `contents` to "<path>.tmp", fsyncs it and renames it over `path`,
 // so readers see either the old file or the whole new one.
-Status WriteFileAtomically(const std::string& path, const std::string& contents);
+Status WriteFileAtomically(const std::string& path,
+                           const std::string& contents);
 
 // Reads a whole file. NotFound when it does not exist; at most `max_bytes`
 // (ResourceExhausted beyond).
-Result<std::string> ReadWholeFile(const std::string& path, size_t max_bytes = size_t{1} << 30);
+Result<std::string> ReadWholeFile(const std::string& path,
+                                  size_t max_bytes = size_t{1} << 30);
 
 }  // namespace fabps
 

@@ -14,7 +14,8 @@ std::string HexEncode(const std::string& bytes) {
 }
 
 Result<std::string> HexDecode(const std::string& hex) {
-  if (hex.size() % 2 != 0) return Status::InvalidArgument("hex string of odd length");
+  if (hex.size() % 2 != 0)
+    return Status::InvalidArgument("hex string of odd length");
   auto nibble = [](char c) -> int {
     if (c >= '0' && c <= '9') return c - '0';
     if (c >= 'a' && c <= 'f') return c - 'a' + 10;
@@ -26,7 +27,8 @@ Result<std::string> HexDecode(const std::string& hex) {
   for (size_t i = 0; i < hex.size(); i += 2) {
     int hi = nibble(hex[i]), lo = nibble(hex[i + 1]);
     if (hi < 0 || lo < 0) {
-      return Status::InvalidArgument("non-hex character at offset " + std::to_string(i));
+      return Status::InvalidArgument("non-hex character at offset " +
+                                     std::to_string(i));
     }
     out.push_back(static_cast<char>((hi << 4) | lo));
   }

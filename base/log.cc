@@ -34,12 +34,16 @@ void SetLogTag(const std::string& tag) {
   g_tag = tag;
 }
 
-LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(level) {
+LogMessage::LogMessage(LogLevel level, const char* file, int line)
+    : level_(level) {
   static const char kLetters[] = {'D', 'I', 'W', 'E'};
   auto now = std::chrono::system_clock::now();
   std::time_t t = std::chrono::system_clock::to_time_t(now);
-  int ms = static_cast<int>(
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000);
+  int ms =
+      static_cast<int>(std::chrono::duration_cast<std::chrono::milliseconds>(
+                           now.time_since_epoch())
+                           .count() %
+                       1000);
   std::tm tm;
   localtime_r(&t, &tm);
   char buf[32];
@@ -50,8 +54,9 @@ LogMessage::LogMessage(LogLevel level, const char* file, int line) : level_(leve
     std::lock_guard<std::mutex> l(g_tag_mu);
     tag = g_tag;
   }
-  os_ << kLetters[static_cast<int>(level)] << ' ' << buf << '.' << (ms / 100) << ((ms / 10) % 10)
-      << (ms % 10) << ' ' << tag << ' ' << (base ? base + 1 : file) << ':' << line << "] ";
+  os_ << kLetters[static_cast<int>(level)] << ' ' << buf << '.' << (ms / 100)
+      << ((ms / 10) % 10) << (ms % 10) << ' ' << tag << ' '
+      << (base ? base + 1 : file) << ':' << line << "] ";
 }
 
 LogMessage::~LogMessage() {

@@ -42,10 +42,11 @@ struct LogVoidify {
 #define FABPS_LOG_LEVEL_ERROR ::fabps::LogLevel::kError
 // An expression, not an if/else, so that `if (x) FABPS_LOG(INFO) << y;`
 // has no dangling else; `&` binds looser than `<<`.
-#define FABPS_LOG(level)                                   \
-  (FABPS_LOG_LEVEL_##level < ::fabps::GetLogLevel())       \
-      ? (void)0                                            \
-      : ::fabps::LogVoidify() &                            \
-            ::fabps::LogMessage(FABPS_LOG_LEVEL_##level, __FILE__, __LINE__).stream()
+#define FABPS_LOG(level)                                                     \
+  (FABPS_LOG_LEVEL_##level < ::fabps::GetLogLevel())                         \
+      ? (void)0                                                              \
+      : ::fabps::LogVoidify() &                                              \
+            ::fabps::LogMessage(FABPS_LOG_LEVEL_##level, __FILE__, __LINE__) \
+                .stream()
 
 #endif  // FABPS_BASE_LOG_H_

@@ -18,19 +18,32 @@ const std::string& Status::message() const {
 
 const char* Status::CodeName(Code code) {
   switch (code) {
-    case Code::kOk: return "OK";
-    case Code::kInvalidArgument: return "InvalidArgument";
-    case Code::kNotFound: return "NotFound";
-    case Code::kCorruption: return "Corruption";
-    case Code::kIOError: return "IOError";
-    case Code::kTimedOut: return "TimedOut";
-    case Code::kUnavailable: return "Unavailable";
-    case Code::kAlreadyExists: return "AlreadyExists";
-    case Code::kFailedPrecondition: return "FailedPrecondition";
-    case Code::kUnimplemented: return "Unimplemented";
-    case Code::kCancelled: return "Cancelled";
-    case Code::kResourceExhausted: return "ResourceExhausted";
-    case Code::kPermissionDenied: return "PermissionDenied";
+    case Code::kOk:
+      return "OK";
+    case Code::kInvalidArgument:
+      return "InvalidArgument";
+    case Code::kNotFound:
+      return "NotFound";
+    case Code::kCorruption:
+      return "Corruption";
+    case Code::kIOError:
+      return "IOError";
+    case Code::kTimedOut:
+      return "TimedOut";
+    case Code::kUnavailable:
+      return "Unavailable";
+    case Code::kAlreadyExists:
+      return "AlreadyExists";
+    case Code::kFailedPrecondition:
+      return "FailedPrecondition";
+    case Code::kUnimplemented:
+      return "Unimplemented";
+    case Code::kCancelled:
+      return "Cancelled";
+    case Code::kResourceExhausted:
+      return "ResourceExhausted";
+    case Code::kPermissionDenied:
+      return "PermissionDenied";
   }
   return "Unknown";
 }
@@ -48,20 +61,28 @@ Status Status::WithContext(const std::string& context) const {
 Status PosixError(const std::string& context, int err) {
   std::string msg = context + ": " + std::strerror(err);
   switch (err) {
-    case ETIMEDOUT: return Status::TimedOut(msg);
+    case ETIMEDOUT:
+      return Status::TimedOut(msg);
     case ECONNREFUSED:
     case ECONNRESET:
     case EPIPE:
     case EHOSTUNREACH:
-    case ENOTCONN: return Status::Unavailable(msg);
-    case ENOENT: return Status::NotFound(msg);
-    case EINVAL: return Status::InvalidArgument(msg);
-    case EEXIST: return Status::AlreadyExists(msg);
+    case ENOTCONN:
+      return Status::Unavailable(msg);
+    case ENOENT:
+      return Status::NotFound(msg);
+    case EINVAL:
+      return Status::InvalidArgument(msg);
+    case EEXIST:
+      return Status::AlreadyExists(msg);
     case EACCES:
-    case EPERM: return Status::PermissionDenied(msg);
+    case EPERM:
+      return Status::PermissionDenied(msg);
     case ENOMEM:
-    case ENOSPC: return Status::ResourceExhausted(msg);
-    default: return Status::IOError(msg);
+    case ENOSPC:
+      return Status::ResourceExhausted(msg);
+    default:
+      return Status::IOError(msg);
   }
 }
 

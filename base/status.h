@@ -23,10 +23,10 @@ class Status {
     kOk = 0,
     kInvalidArgument = 1,  // the caller passed something out of range
     kNotFound = 2,
-    kCorruption = 3,       // bytes from a file or peer failed validation
-    kIOError = 4,          // the OS or the fabric failed an operation
-    kTimedOut = 5,         // a deadline passed before the operation ended
-    kUnavailable = 6,      // a peer or service is gone or not reachable
+    kCorruption = 3,   // bytes from a file or peer failed validation
+    kIOError = 4,      // the OS or the fabric failed an operation
+    kTimedOut = 5,     // a deadline passed before the operation ended
+    kUnavailable = 6,  // a peer or service is gone or not reachable
     kAlreadyExists = 7,
     kFailedPrecondition = 8,
     kUnimplemented = 9,
@@ -39,18 +39,42 @@ class Status {
   Status(Code code, std::string msg);
 
   static Status OK() { return Status(); }
-  static Status InvalidArgument(std::string m) { return {Code::kInvalidArgument, std::move(m)}; }
-  static Status NotFound(std::string m) { return {Code::kNotFound, std::move(m)}; }
-  static Status Corruption(std::string m) { return {Code::kCorruption, std::move(m)}; }
-  static Status IOError(std::string m) { return {Code::kIOError, std::move(m)}; }
-  static Status TimedOut(std::string m) { return {Code::kTimedOut, std::move(m)}; }
-  static Status Unavailable(std::string m) { return {Code::kUnavailable, std::move(m)}; }
-  static Status AlreadyExists(std::string m) { return {Code::kAlreadyExists, std::move(m)}; }
-  static Status FailedPrecondition(std::string m) { return {Code::kFailedPrecondition, std::move(m)}; }
-  static Status Unimplemented(std::string m) { return {Code::kUnimplemented, std::move(m)}; }
-  static Status Cancelled(std::string m) { return {Code::kCancelled, std::move(m)}; }
-  static Status ResourceExhausted(std::string m) { return {Code::kResourceExhausted, std::move(m)}; }
-  static Status PermissionDenied(std::string m) { return {Code::kPermissionDenied, std::move(m)}; }
+  static Status InvalidArgument(std::string m) {
+    return {Code::kInvalidArgument, std::move(m)};
+  }
+  static Status NotFound(std::string m) {
+    return {Code::kNotFound, std::move(m)};
+  }
+  static Status Corruption(std::string m) {
+    return {Code::kCorruption, std::move(m)};
+  }
+  static Status IOError(std::string m) {
+    return {Code::kIOError, std::move(m)};
+  }
+  static Status TimedOut(std::string m) {
+    return {Code::kTimedOut, std::move(m)};
+  }
+  static Status Unavailable(std::string m) {
+    return {Code::kUnavailable, std::move(m)};
+  }
+  static Status AlreadyExists(std::string m) {
+    return {Code::kAlreadyExists, std::move(m)};
+  }
+  static Status FailedPrecondition(std::string m) {
+    return {Code::kFailedPrecondition, std::move(m)};
+  }
+  static Status Unimplemented(std::string m) {
+    return {Code::kUnimplemented, std::move(m)};
+  }
+  static Status Cancelled(std::string m) {
+    return {Code::kCancelled, std::move(m)};
+  }
+  static Status ResourceExhausted(std::string m) {
+    return {Code::kResourceExhausted, std::move(m)};
+  }
+  static Status PermissionDenied(std::string m) {
+    return {Code::kPermissionDenied, std::move(m)};
+  }
 
   bool ok() const { return state_ == nullptr; }
   Code code() const { return state_ ? state_->code : Code::kOk; }
@@ -83,13 +107,24 @@ class Result {
   Result(T value) : value_(std::move(value)) {}  // NOLINT: implicit on purpose
   Result(Status status) : status_(std::move(status)) {  // NOLINT
     assert(!status_.ok() && "Result built from an OK status has no value");
-    if (status_.ok()) status_ = Status(Status::Code::kFailedPrecondition, "Result from OK status");
+    if (status_.ok())
+      status_ =
+          Status(Status::Code::kFailedPrecondition, "Result from OK status");
   }
   bool ok() const { return value_.has_value(); }
   const Status& status() const { return status_; }
-  T& value() & { assert(ok()); return *value_; }
-  const T& value() const& { assert(ok()); return *value_; }
-  T&& value() && { assert(ok()); return std::move(*value_); }
+  T& value() & {
+    assert(ok());
+    return *value_;
+  }
+  const T& value() const& {
+    assert(ok());
+    return *value_;
+  }
+  T&& value() && {
+    assert(ok());
+    return std::move(*value_);
+  }
   T* operator->() { return &value(); }
   const T* operator->() const { return &value(); }
   T& operator*() & { return value(); }
@@ -104,20 +139,20 @@ class Result {
 }  // namespace fabps
 
 // Returns early with the Status of `expr` when it is not OK.
-#define FABPS_RETURN_IF_ERROR(expr)             \
-  do {                                          \
-    ::fabps::Status _fabps_s = (expr);          \
-    if (!_fabps_s.ok()) return _fabps_s;        \
+#define FABPS_RETURN_IF_ERROR(expr)      \
+  do {                                   \
+    ::fabps::Status _fabps_s = (expr);   \
+    if (!_fabps_s.ok()) return _fabps_s; \
   } while (0)
 
 #define FABPS_CONCAT_INNER(a, b) a##b
 #define FABPS_CONCAT(a, b) FABPS_CONCAT_INNER(a, b)
 // `FABPS_ASSIGN_OR_RETURN(auto x, MakeX());` assigns the value or returns the
 // error.
-#define FABPS_ASSIGN_OR_RETURN(lhs, expr)                          \
-  auto FABPS_CONCAT(_fabps_r, __LINE__) = (expr);                  \
-  if (!FABPS_CONCAT(_fabps_r, __LINE__).ok())                      \
-    return FABPS_CONCAT(_fabps_r, __LINE__).status();              \
+#define FABPS_ASSIGN_OR_RETURN(lhs, expr)             \
+  auto FABPS_CONCAT(_fabps_r, __LINE__) = (expr);     \
+  if (!FABPS_CONCAT(_fabps_r, __LINE__).ok())         \
+    return FABPS_CONCAT(_fabps_r, __LINE__).status(); \
   lhs = std::move(FABPS_CONCAT(_fabps_r, __LINE__)).value()
 
 #endif  // FABPS_BASE_STATUS_H_

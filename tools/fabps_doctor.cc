@@ -30,8 +30,11 @@ void ListRdmaDevices() {
   int n = 0;
   ibv_device** list = ibv_get_device_list(&n);
   if (list == nullptr || n == 0) {
-    std::printf("  none: no RDMA device on this machine (no InfiniBand/RoCE adapter, or its\n"
-                "  kernel driver is not loaded). verbs;ofi_rxm cannot run here; use tcp;ofi_rxm.\n");
+    std::printf(
+        "  none: no RDMA device on this machine (no InfiniBand/RoCE adapter, "
+        "or its\n"
+        "  kernel driver is not loaded). verbs;ofi_rxm cannot run here; use "
+        "tcp;ofi_rxm.\n");
     if (list) ibv_free_device_list(list);
     return;
   }
@@ -39,8 +42,9 @@ void ListRdmaDevices() {
     const char* name = ibv_get_device_name(list[i]);
     ibv_context* ctx = ibv_open_device(list[i]);
     if (ctx == nullptr) {
-      std::printf("  %s: cannot open (%s): check permissions on /dev/infiniband\n", name,
-                  std::strerror(errno));
+      std::printf(
+          "  %s: cannot open (%s): check permissions on /dev/infiniband\n",
+          name, std::strerror(errno));
       continue;
     }
     ibv_device_attr attr{};
@@ -49,17 +53,24 @@ void ListRdmaDevices() {
       ibv_close_device(ctx);
       continue;
     }
-    std::printf("  %s: %d port(s), max_mr_size %llu, max_qp %d\n", name, attr.phys_port_cnt,
+    std::printf("  %s: %d port(s), max_mr_size %llu, max_qp %d\n", name,
+                attr.phys_port_cnt,
                 static_cast<unsigned long long>(attr.max_mr_size), attr.max_qp);
     for (uint8_t p = 1; p <= attr.phys_port_cnt; p++) {
       ibv_port_attr pa{};
       if (ibv_query_port(ctx, p, &pa) != 0) continue;
-      const char* ll = pa.link_layer == IBV_LINK_LAYER_ETHERNET     ? "Ethernet (RoCE)"
-                       : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
-                                                                    : "unspecified";
-      std::printf("    port %d: %s, link layer %s, GID table %d entries, active MTU %d%s\n", p,
-                  ibv_port_state_str(pa.state), ll, pa.gid_tbl_len, 128 << pa.active_mtu,
-                  pa.state == IBV_PORT_ACTIVE ? "" : "  <- not ACTIVE: check the cable/subnet manager");
+      const char* ll =
+          pa.link_layer == IBV_LINK_LAYER_ETHERNET     ? "Ethernet (RoCE)"
+          : pa.link_layer == IBV_LINK_LAYER_INFINIBAND ? "InfiniBand"
+                                                       : "unspecified";
+      std::printf(
+          "    port %d: %s, link layer %s, GID table %d entries, active MTU "
+          "%d%s\n",
+          p, ibv_port_state_str(pa.state), ll, pa.gid_tbl_len,
+          128 << pa.active_mtu,
+          pa.state == IBV_PORT_ACTIVE
+              ? ""
+              : "  <- not ACTIVE: check the cable/subnet manager");
     }
     ibv_close_device(ctx);
   }
@@ -76,21 +87,27 @@ Status LoopbackCheck(const std::string& provider, const std::string& iface) {
   if (provider != "shm") o.interface_address = iface;
   FABPS_ASSIGN_OR_RETURN(auto fa, transport::OpenFabric(o));
   FABPS_ASSIGN_OR_RETURN(auto fb, transport::OpenFabric(o));
-  FABPS_ASSIGN_OR_RETURN(auto a, fa->CreateEndpoint(transport::ProgressMode::kThread));
-  FABPS_ASSIGN_OR_RETURN(auto b, fb->CreateEndpoint(transport::ProgressMode::kThread));
+  FABPS_ASSIGN_OR_RETURN(auto a,
+                         fa->CreateEndpoint(transport::ProgressMode::kThread));
+  FABPS_ASSIGN_OR_RETURN(auto b,
+                         fb->CreateEndpoint(transport::ProgressMode::kThread));
   FABPS_ASSIGN_OR_RETURN(auto peer, a->AddPeer(b->address()));
   std::vector<char> src(1 << 20), dst(1 << 20, 0), back(1 << 20, 0);
-  for (size_t i = 0; i < src.size(); i++) src[i] = static_cast<char>(i * 31 + 7);
+  for (size_t i = 0; i < src.size(); i++)
+    src[i] = static_cast<char>(i * 31 + 7);
   FABPS_ASSIGN_OR_RETURN(auto ms, fa->Register(src.data(), src.size()));
   FABPS_ASSIGN_OR_RETURN(auto mb, fa->Register(back.data(), back.size()));
   FABPS_ASSIGN_OR_RETURN(auto md, fb->Register(dst.data(), dst.size()));
-  FABPS_ASSIGN_OR_RETURN(auto w, a->Write(peer, *ms, 0, src.size(), md->remote(), 0, uint64_t{7},
-                                          Deadline::InMs(10000)));
+  FABPS_ASSIGN_OR_RETURN(
+      auto w, a->Write(peer, *ms, 0, src.size(), md->remote(), 0, uint64_t{7},
+                       Deadline::InMs(10000)));
   FABPS_RETURN_IF_ERROR(w.Wait(Deadline::InMs(10000)));
   FABPS_ASSIGN_OR_RETURN(auto ev, b->WaitImmediate(Deadline::InMs(10000)));
-  if (ev.data != 7 || dst != src) return Status::Corruption("RMA write: data differ");
-  FABPS_ASSIGN_OR_RETURN(auto r, a->Read(peer, *mb, 0, back.size(), md->remote(), 0,
-                                         Deadline::InMs(10000)));
+  if (ev.data != 7 || dst != src)
+    return Status::Corruption("RMA write: data differ");
+  FABPS_ASSIGN_OR_RETURN(auto r,
+                         a->Read(peer, *mb, 0, back.size(), md->remote(), 0,
+                                 Deadline::InMs(10000)));
   FABPS_RETURN_IF_ERROR(r.Wait(Deadline::InMs(10000)));
   if (back != src) return Status::Corruption("RMA read: data differ");
   return Status::OK();
@@ -102,17 +119,21 @@ int main(int argc, char** argv) {
   std::string iface = "127.0.0.1";
   std::string check;
   CLI::App app{"fabps-doctor: which fabrics work here, and why"};
-  app.add_option("-i,--interface", iface, "address for providers that bind to an interface");
-  app.add_option("-p,--provider", check, "also run a loopback RMA write/read through this provider");
+  app.add_option("-i,--interface", iface,
+                 "address for providers that bind to an interface");
+  app.add_option("-p,--provider", check,
+                 "also run a loopback RMA write/read through this provider");
   CLI11_PARSE(app, argc, argv);
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
 
   std::printf("fabps %s doctor\n\n", FABPS_VERSION);
-  std::printf("Fabric providers (libfabric %d.%d, RDM endpoints with RMA and remote CQ data):\n",
-              FI_MAJOR_VERSION, FI_MINOR_VERSION);
+  std::printf(
+      "Fabric providers (libfabric %d.%d, RDM endpoints with RMA and remote CQ "
+      "data):\n",
+      FI_MAJOR_VERSION, FI_MINOR_VERSION);
   for (const auto& p : transport::ofi::ProbeProviders(iface)) {
-    std::printf("  %-14s %s%s\n", p.name.c_str(), p.works ? "works" : "no: ",
-                p.works ? "" : p.reason.c_str());
+    std::printf("  %-14s %s%s\n", p.name.c_str(),
+                p.works ? "works" : "no: ", p.works ? "" : p.reason.c_str());
   }
   std::printf("\n");
   ListRdmaDevices();

@@ -43,14 +43,22 @@ namespace {
 
 Status FromPsError(const ps::PsError& e) {
   switch (e.code) {
-    case ps::PsErrorCode::INVALID_ARGUMENT: return Status::InvalidArgument(e.message);
-    case ps::PsErrorCode::NOT_FOUND: return Status::NotFound(e.message);
-    case ps::PsErrorCode::CORRUPTION: return Status::Corruption(e.message);
-    case ps::PsErrorCode::FAILED_PRECONDITION: return Status::FailedPrecondition(e.message);
-    case ps::PsErrorCode::UNAVAILABLE: return Status::Unavailable(e.message);
-    case ps::PsErrorCode::RESOURCE_EXHAUSTED: return Status::ResourceExhausted(e.message);
-    case ps::PsErrorCode::ALREADY_EXISTS: return Status::AlreadyExists(e.message);
-    default: return Status::IOError(e.message);
+    case ps::PsErrorCode::INVALID_ARGUMENT:
+      return Status::InvalidArgument(e.message);
+    case ps::PsErrorCode::NOT_FOUND:
+      return Status::NotFound(e.message);
+    case ps::PsErrorCode::CORRUPTION:
+      return Status::Corruption(e.message);
+    case ps::PsErrorCode::FAILED_PRECONDITION:
+      return Status::FailedPrecondition(e.message);
+    case ps::PsErrorCode::UNAVAILABLE:
+      return Status::Unavailable(e.message);
+    case ps::PsErrorCode::RESOURCE_EXHAUSTED:
+      return Status::ResourceExhausted(e.message);
+    case ps::PsErrorCode::ALREADY_EXISTS:
+      return Status::AlreadyExists(e.message);
+    default:
+      return Status::IOError(e.message);
   }
 }
 
@@ -70,7 +78,8 @@ struct PServerClient::Impl {
     RemoteRegion arena, landing;
     uint32_t trainer_index = 0;
     uint64_t slot_bytes = 0;
-    std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> blocks;  // id -> offset, bytes
+    std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>>
+        blocks;  // id -> offset, bytes
     std::vector<Slot> slots;
     std::vector<uint32_t> free_slots;
   };
@@ -103,7 +112,8 @@ struct PServerClient::Impl {
       try {
         fn(c);
       } catch (const ps::PsError& e) {
-        inner = FromPsError(e).WithContext(what + " on pserver " + std::to_string(s.index));
+        inner = FromPsError(e).WithContext(what + " on pserver " +
+                                           std::to_string(s.index));
       }
     });
     return outer.ok() ? inner : outer;
@@ -114,14 +124,16 @@ struct PServerClient::Impl {
     std::shared_ptr<PushHandle> push;
     {
       std::lock_guard<std::mutex> l(slots_mu);
-      if (c.pserver >= servers.size() || c.slot >= servers[c.pserver].slots.size()) {
-        FABPS_LOG(WARNING) << "credit for unknown pserver " << c.pserver << " slot " << c.slot;
+      if (c.pserver >= servers.size() ||
+          c.slot >= servers[c.pserver].slots.size()) {
+        FABPS_LOG(WARNING) << "credit for unknown pserver " << c.pserver
+                           << " slot " << c.slot;
         return;
       }
       Slot& slot = servers[c.pserver].slots[c.slot];
       if (!slot.push || slot.block != c.block) {
-        FABPS_LOG(WARNING) << "unexpected credit from pserver " << c.pserver << " slot " << c.slot
-                           << " block " << c.block;
+        FABPS_LOG(WARNING) << "unexpected credit from pserver " << c.pserver
+                           << " slot " << c.slot << " block " << c.block;
         return;
       }
       push = std::move(slot.push);
@@ -130,8 +142,9 @@ struct PServerClient::Impl {
     slots_cv.notify_all();
     Status s;
     if (c.code != Status::Code::kOk) {
-      s = Status(c.code, "pserver " + std::to_string(c.pserver) + " refused block " +
-                             std::to_string(c.block) + " (see its log)");
+      s = Status(c.code, "pserver " + std::to_string(c.pserver) +
+                             " refused block " + std::to_string(c.block) +
+                             " (see its log)");
     }
     push->PartDone(s);
   }
@@ -145,23 +158,30 @@ struct PServerClient::Impl {
     hello.max_slot_bytes = 0;
     ps::Registration reg;
     for (;;) {
-      Status st = Call(s, "RegisterTrainer", [&](ps::PServerClient& c) { c.RegisterTrainer(reg, hello); });
+      Status st = Call(s, "RegisterTrainer", [&](ps::PServerClient& c) {
+        c.RegisterTrainer(reg, hello);
+      });
       if (st.ok()) break;
       bool retry = st.code() == Status::Code::kFailedPrecondition ||
                    st.code() == Status::Code::kUnavailable;
       if (!retry || deadline.Expired()) return st;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    if (reg.num_slots < 1 || reg.num_slots > static_cast<int32_t>(pserver::wire::kMaxSlots) ||
+    if (reg.num_slots < 1 ||
+        reg.num_slots > static_cast<int32_t>(pserver::wire::kMaxSlots) ||
         reg.slot_bytes <= 0 || reg.trainer_index < 0 ||
-        reg.trainer_index > static_cast<int32_t>(pserver::wire::kMaxTrainerIndex) ||
+        reg.trainer_index >
+            static_cast<int32_t>(pserver::wire::kMaxTrainerIndex) ||
         reg.pserver_index != static_cast<int32_t>(s.index)) {
-      return Status::Corruption("pserver " + std::to_string(s.index) + ": invalid registration");
+      return Status::Corruption("pserver " + std::to_string(s.index) +
+                                ": invalid registration");
     }
     FABPS_ASSIGN_OR_RETURN(s.arena, RemoteRegion::Parse(reg.arena_region));
     FABPS_ASSIGN_OR_RETURN(s.landing, RemoteRegion::Parse(reg.landing_region));
-    if (s.landing.length < static_cast<uint64_t>(reg.num_slots) * reg.slot_bytes) {
-      return Status::Corruption("pserver landing region smaller than its slots");
+    if (s.landing.length <
+        static_cast<uint64_t>(reg.num_slots) * reg.slot_bytes) {
+      return Status::Corruption(
+          "pserver landing region smaller than its slots");
     }
     FABPS_ASSIGN_OR_RETURN(s.peer, endpoint->AddPeer(reg.fabric_address));
     s.trainer_index = static_cast<uint32_t>(reg.trainer_index);
@@ -170,7 +190,8 @@ struct PServerClient::Impl {
     for (const auto& b : reg.blocks) {
       if (b.block < 0 || b.offset < 0 || b.bytes < 0 ||
           static_cast<uint64_t>(b.offset) + b.bytes > s.arena.length) {
-        return Status::Corruption("pserver " + std::to_string(s.index) + ": block location out of range");
+        return Status::Corruption("pserver " + std::to_string(s.index) +
+                                  ": block location out of range");
       }
       s.blocks[static_cast<uint32_t>(b.block)] = {b.offset, b.bytes};
     }
@@ -196,15 +217,16 @@ struct PServerClient::Impl {
       bool retry = st.code() == Status::Code::kFailedPrecondition ||
                    st.code() == Status::Code::kUnavailable;
       if (!retry) return st;
-      if (deadline.Expired()) return st.WithContext("waiting for parameter initialization");
+      if (deadline.Expired())
+        return st.WithContext("waiting for parameter initialization");
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
     }
-    FABPS_ASSIGN_OR_RETURN(pserver::InitSpec spec, pserver::InitSpecFromThrift(config));
+    FABPS_ASSIGN_OR_RETURN(pserver::InitSpec spec,
+                           pserver::InitSpecFromThrift(config));
     if (spec.layout.num_pservers() != servers.size()) {
-      return Status::FailedPrecondition("the job's layout has " +
-                                        std::to_string(spec.layout.num_pservers()) +
-                                        " pservers, this client knows " +
-                                        std::to_string(servers.size()));
+      return Status::FailedPrecondition(
+          "the job's layout has " + std::to_string(spec.layout.num_pservers()) +
+          " pservers, this client knows " + std::to_string(servers.size()));
     }
     layout = std::make_unique<Layout>(std::move(spec.layout));
     for (auto& s : servers) FABPS_RETURN_IF_ERROR(Register(s, deadline));
@@ -213,7 +235,8 @@ struct PServerClient::Impl {
   }
 
   Status OpenEndpoint() {
-    FABPS_ASSIGN_OR_RETURN(endpoint, fabric->CreateEndpoint(transport::ProgressMode::kThread));
+    FABPS_ASSIGN_OR_RETURN(
+        endpoint, fabric->CreateEndpoint(transport::ProgressMode::kThread));
     Impl* raw = this;
     endpoint->SetImmediateHandler(
         [raw](const transport::ImmediateEvent& e) { raw->OnCredit(e.data); });
@@ -226,7 +249,8 @@ struct PServerClient::Impl {
   // endpoint is used because some providers (shm) keep an endpoint stuck
   // behind a transfer to a dead peer.
   Status Reconnect(Deadline deadline) {
-    endpoint.reset();  // joins the progress thread; no credit arrives after this
+    endpoint
+        .reset();  // joins the progress thread; no credit arrives after this
     std::vector<std::shared_ptr<PushHandle>> orphans;
     {
       std::lock_guard<std::mutex> l(slots_mu);
@@ -240,11 +264,13 @@ struct PServerClient::Impl {
       }
     }
     slots_cv.notify_all();
-    for (auto& p : orphans) p->PartDone(Status::Unavailable("pserver connection was reset"));
+    for (auto& p : orphans)
+      p->PartDone(Status::Unavailable("pserver connection was reset"));
     for (auto& s : servers) s.conn->Close();
     FABPS_RETURN_IF_ERROR(OpenEndpoint());
     ready = false;
-    FABPS_LOG(INFO) << "trainer " << options.trainer_id << ": reconnecting to the pservers";
+    FABPS_LOG(INFO) << "trainer " << options.trainer_id
+                    << ": reconnecting to the pservers";
     FABPS_RETURN_IF_ERROR(EnsureReady(deadline));
     broken = false;
     return Status::OK();
@@ -273,22 +299,26 @@ struct PServerClient::Impl {
     for (uint64_t d : spec.shape) elements *= d;
     uint64_t want = elements * pserver::DTypeSize(spec.dtype);
     if (p.bytes != want || p.data == nullptr) {
-      return Status::InvalidArgument("parameter '" + p.name + "' has " + std::to_string(want) +
-                                     " bytes, buffer has " + std::to_string(p.bytes));
+      return Status::InvalidArgument(
+          "parameter '" + p.name + "' has " + std::to_string(want) +
+          " bytes, buffer has " + std::to_string(p.bytes));
     }
     return idx;
   }
 };
 
-PServerClient::PServerClient(std::unique_ptr<Impl> impl) : impl_(std::move(impl)) {}
+PServerClient::PServerClient(std::unique_ptr<Impl> impl)
+    : impl_(std::move(impl)) {}
 
 PServerClient::~PServerClient() {
   // The endpoint (and its progress thread, which calls OnCredit) goes first.
   if (impl_) impl_->endpoint.reset();
 }
 
-Result<std::unique_ptr<PServerClient>> PServerClient::Connect(const PServerClientOptions& options) {
-  if (options.addresses.empty()) return Status::InvalidArgument("no pserver addresses");
+Result<std::unique_ptr<PServerClient>> PServerClient::Connect(
+    const PServerClientOptions& options) {
+  if (options.addresses.empty())
+    return Status::InvalidArgument("no pserver addresses");
   if (options.addresses.size() > pserver::wire::kMaxPserverIndex) {
     return Status::InvalidArgument("too many pservers");
   }
@@ -296,7 +326,8 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(const PServerClien
   impl->options = options;
   if (impl->options.trainer_id == 0) {
     std::random_device rd;
-    impl->options.trainer_id = (static_cast<int64_t>(rd()) << 31 | rd()) & INT64_MAX;
+    impl->options.trainer_id =
+        (static_cast<int64_t>(rd()) << 31 | rd()) & INT64_MAX;
     if (impl->options.trainer_id == 0) impl->options.trainer_id = 1;
   }
   transport::FabricOptions fo;
@@ -304,8 +335,9 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(const PServerClien
   fo.interface_address = options.interface_address;
   FABPS_ASSIGN_OR_RETURN(impl->fabric, transport::OpenFabric(fo));
   impl->credit_buf.resize(64);
-  FABPS_ASSIGN_OR_RETURN(impl->credit_mr,
-                         impl->fabric->Register(impl->credit_buf.data(), impl->credit_buf.size()));
+  FABPS_ASSIGN_OR_RETURN(
+      impl->credit_mr,
+      impl->fabric->Register(impl->credit_buf.data(), impl->credit_buf.size()));
   FABPS_RETURN_IF_ERROR(impl->OpenEndpoint());
   impl->servers.resize(options.addresses.size());
   for (size_t i = 0; i < options.addresses.size(); i++) {
@@ -315,7 +347,8 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(const PServerClien
     ro.recv_timeout_ms = options.rpc_timeout_ms;
     ro.max_frame_bytes = size_t{64} << 20;
     impl->servers[i].index = static_cast<uint32_t>(i);
-    impl->servers[i].conn = std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
+    impl->servers[i].conn =
+        std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
   }
   return std::unique_ptr<PServerClient>(new PServerClient(std::move(impl)));
 }
@@ -331,13 +364,15 @@ Result<bool> PServerClient::BeginInitParams(bool selected) {
         grant = c.BeginInitParams(m.options.trainer_id);
       });
       if (st.code() == Status::Code::kUnavailable && !deadline.Expired()) {
-        std::this_thread::sleep_for(std::chrono::milliseconds(100));  // pserver (re)starting
+        std::this_thread::sleep_for(
+            std::chrono::milliseconds(100));  // pserver (re)starting
         continue;
       }
       FABPS_RETURN_IF_ERROR(st);
       if (grant == ps::InitGrantKind::GRANTED) break;
       if (grant == ps::InitGrantKind::ALREADY_INITIALIZED) return false;
-      if (deadline.Expired()) return Status::TimedOut("another trainer holds the init grant");
+      if (deadline.Expired())
+        return Status::TimedOut("another trainer holds the init grant");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
     }
   }
@@ -345,14 +380,18 @@ Result<bool> PServerClient::BeginInitParams(bool selected) {
   return true;
 }
 
-Status PServerClient::InitParam(const pserver::ParamSpec& spec, const void* data, size_t bytes) {
+Status PServerClient::InitParam(const pserver::ParamSpec& spec,
+                                const void* data, size_t bytes) {
   uint64_t elements = 1;
   for (uint64_t d : spec.shape) elements *= d;
-  if (bytes != elements * pserver::DTypeSize(spec.dtype) || (bytes > 0 && data == nullptr)) {
-    return Status::InvalidArgument("InitParam '" + spec.name + "': " + std::to_string(bytes) +
-                                   " bytes for " + std::to_string(elements) + " elements");
+  if (bytes != elements * pserver::DTypeSize(spec.dtype) ||
+      (bytes > 0 && data == nullptr)) {
+    return Status::InvalidArgument(
+        "InitParam '" + spec.name + "': " + std::to_string(bytes) +
+        " bytes for " + std::to_string(elements) + " elements");
   }
-  impl_->init_params.push_back({spec, std::string(static_cast<const char*>(data), bytes)});
+  impl_->init_params.push_back(
+      {spec, std::string(static_cast<const char*>(data), bytes)});
   return Status::OK();
 }
 
@@ -361,29 +400,33 @@ Status PServerClient::FinishInitParams() {
   std::vector<pserver::ParamSpec> specs;
   for (const auto& p : m.init_params) specs.push_back(p.spec);
   FABPS_ASSIGN_OR_RETURN(
-      Layout layout,
-      Layout::Build(specs, m.options.block_elements, static_cast<uint32_t>(m.servers.size())));
+      Layout layout, Layout::Build(specs, m.options.block_elements,
+                                   static_cast<uint32_t>(m.servers.size())));
   pserver::InitSpec spec{layout, m.options.default_rule, m.options.rules};
   ps::InitConfig config = pserver::InitSpecToThrift(spec);
   for (auto& s : m.servers) {
-    Status st = m.Call(s, "InitParams",
-                       [&](ps::PServerClient& c) { c.InitParams(m.options.trainer_id, config); });
+    Status st = m.Call(s, "InitParams", [&](ps::PServerClient& c) {
+      c.InitParams(m.options.trainer_id, config);
+    });
     if (st.code() == Status::Code::kAlreadyExists) return Status::OK();
     FABPS_RETURN_IF_ERROR(st);
   }
   for (const auto& b : layout.blocks()) {
     const auto& p = m.init_params[b.param];
     size_t esize = pserver::DTypeSize(p.spec.dtype);
-    std::string values = p.values.substr(b.first_element * esize, b.num_elements * esize);
-    FABPS_RETURN_IF_ERROR(m.Call(m.servers[b.pserver], "InitBlock", [&](ps::PServerClient& c) {
-      c.InitBlock(m.options.trainer_id, static_cast<int32_t>(b.id), values);
-    }));
+    std::string values =
+        p.values.substr(b.first_element * esize, b.num_elements * esize);
+    FABPS_RETURN_IF_ERROR(
+        m.Call(m.servers[b.pserver], "InitBlock", [&](ps::PServerClient& c) {
+          c.InitBlock(m.options.trainer_id, static_cast<int32_t>(b.id), values);
+        }));
   }
   for (auto& s : m.servers) {
     bool first = false;
-    FABPS_RETURN_IF_ERROR(m.Call(s, "FinishInitParams", [&](ps::PServerClient& c) {
-      first = c.FinishInitParams(m.options.trainer_id);
-    }));
+    FABPS_RETURN_IF_ERROR(
+        m.Call(s, "FinishInitParams", [&](ps::PServerClient& c) {
+          first = c.FinishInitParams(m.options.trainer_id);
+        }));
     if (!first) {
       FABPS_LOG(INFO) << "pserver " << s.index << " was already initialized";
     }
@@ -392,14 +435,15 @@ Status PServerClient::FinishInitParams() {
   return Status::OK();
 }
 
-Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<ParamBuffer>& grads,
-                                                             Deadline deadline) {
+Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(
+    const std::vector<ParamBuffer>& grads, Deadline deadline) {
   Impl& m = *impl_;
   FABPS_RETURN_IF_ERROR(m.Prepare(deadline));
   auto push = std::make_shared<PushHandle>();
   // Check every buffer and register it before anything is sent, so a bad
   // argument sends nothing.
-  std::vector<std::pair<uint32_t, std::shared_ptr<transport::MemoryRegion>>> checked;
+  std::vector<std::pair<uint32_t, std::shared_ptr<transport::MemoryRegion>>>
+      checked;
   for (const auto& g : grads) {
     FABPS_ASSIGN_OR_RETURN(uint32_t param, m.CheckBuffer(g));
     FABPS_ASSIGN_OR_RETURN(auto region, m.fabric->cache().Get(g.data, g.bytes));
@@ -413,19 +457,22 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
                                       static_cast<char*>(region->data()));
     size_t esize = pserver::DTypeSize(m.layout->params()[param].dtype);
     uint32_t first = m.layout->FirstBlockOf(param);
-    for (uint32_t id = first; id < m.layout->num_blocks() && m.layout->blocks()[id].param == param;
+    for (uint32_t id = first;
+         id < m.layout->num_blocks() && m.layout->blocks()[id].param == param;
          id++) {
       const auto& b = m.layout->blocks()[id];
       Impl::Server& s = m.servers[b.pserver];
       size_t len = b.num_elements * esize;
-      if (len > s.slot_bytes) return Status::Corruption("block larger than the pserver's slots");
+      if (len > s.slot_bytes)
+        return Status::Corruption("block larger than the pserver's slots");
       uint32_t slot;
       {
         std::unique_lock<std::mutex> l(m.slots_mu);
-        if (!m.slots_cv.wait_until(l, deadline.time(), [&] { return !s.free_slots.empty(); })) {
-          return m.Note(Status::TimedOut("no free landing slot on pserver " +
-                                         std::to_string(s.index) +
-                                         " (its credits stopped: dead or stuck?)"));
+        if (!m.slots_cv.wait_until(l, deadline.time(),
+                                   [&] { return !s.free_slots.empty(); })) {
+          return m.Note(Status::TimedOut(
+              "no free landing slot on pserver " + std::to_string(s.index) +
+              " (its credits stopped: dead or stuck?)"));
         }
         slot = s.free_slots.back();
         s.free_slots.pop_back();
@@ -437,8 +484,9 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
         push->remaining++;
       }
       uint64_t imm = pserver::wire::EncodePush({s.trainer_index, slot, id});
-      auto w = m.endpoint->Write(s.peer, *region, base + b.first_element * esize, len, s.landing,
-                                 slot * s.slot_bytes, imm, deadline);
+      auto w =
+          m.endpoint->Write(s.peer, *region, base + b.first_element * esize,
+                            len, s.landing, slot * s.slot_bytes, imm, deadline);
       if (!w.ok()) {
         // Nothing landed; the slot is ours again.
         {
@@ -456,7 +504,8 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(const std::vector<P
   return push;
 }
 
-Status PServerClient::Wait(const std::shared_ptr<PushHandle>& push, Deadline deadline) {
+Status PServerClient::Wait(const std::shared_ptr<PushHandle>& push,
+                           Deadline deadline) {
   if (!push) return Status::InvalidArgument("null push handle");
   std::vector<Completion> writes;
   {
@@ -469,7 +518,8 @@ Status PServerClient::Wait(const std::shared_ptr<PushHandle>& push, Deadline dea
     if (!s.ok()) return impl_->Note(s);
   }
   std::unique_lock<std::mutex> l(push->mu);
-  if (!push->cv.wait_until(l, deadline.time(), [&] { return push->remaining == 0; })) {
+  if (!push->cv.wait_until(l, deadline.time(),
+                           [&] { return push->remaining == 0; })) {
     return impl_->Note(Status::TimedOut(
         std::to_string(push->remaining) +
         " gradient blocks not acknowledged by their pservers by the deadline"));
@@ -478,7 +528,8 @@ Status PServerClient::Wait(const std::shared_ptr<PushHandle>& push, Deadline dea
   return push->status;
 }
 
-Status PServerClient::GetParams(const std::vector<ParamBuffer>& params, Deadline deadline) {
+Status PServerClient::GetParams(const std::vector<ParamBuffer>& params,
+                                Deadline deadline) {
   Impl& m = *impl_;
   FABPS_RETURN_IF_ERROR(m.Prepare(deadline));
   std::vector<Completion> reads;
@@ -489,17 +540,19 @@ Status PServerClient::GetParams(const std::vector<ParamBuffer>& params, Deadline
                                       static_cast<char*>(region->data()));
     size_t esize = pserver::DTypeSize(m.layout->params()[param].dtype);
     for (uint32_t id = m.layout->FirstBlockOf(param);
-         id < m.layout->num_blocks() && m.layout->blocks()[id].param == param; id++) {
+         id < m.layout->num_blocks() && m.layout->blocks()[id].param == param;
+         id++) {
       const auto& b = m.layout->blocks()[id];
       Impl::Server& s = m.servers[b.pserver];
       auto loc = s.blocks.find(id);
       size_t len = b.num_elements * esize;
       if (loc == s.blocks.end() || loc->second.second != len) {
-        return Status::Corruption("pserver " + std::to_string(s.index) + " does not list block " +
-                                  std::to_string(id) + " with " + std::to_string(len) + " bytes");
+        return Status::Corruption("pserver " + std::to_string(s.index) +
+                                  " does not list block " + std::to_string(id) +
+                                  " with " + std::to_string(len) + " bytes");
       }
-      auto c = m.endpoint->Read(s.peer, *region, base + b.first_element * esize, len, s.arena,
-                                loc->second.first, deadline);
+      auto c = m.endpoint->Read(s.peer, *region, base + b.first_element * esize,
+                                len, s.arena, loc->second.first, deadline);
       if (!c.ok()) return m.Note(c.status());
       reads.push_back(*c);
     }
@@ -515,8 +568,8 @@ Status PServerClient::SaveModel(const std::string& dir) {
   Impl& m = *impl_;
   for (auto& s : m.servers) {
     std::string path;
-    FABPS_RETURN_IF_ERROR(
-        m.Call(s, "SaveModel", [&](ps::PServerClient& c) { c.SaveModel(path, dir); }));
+    FABPS_RETURN_IF_ERROR(m.Call(
+        s, "SaveModel", [&](ps::PServerClient& c) { c.SaveModel(path, dir); }));
   }
   return Status::OK();
 }
@@ -526,7 +579,9 @@ Result<const Layout*> PServerClient::layout(Deadline deadline) {
   return impl_->layout.get();
 }
 
-std::string PServerClient::provider() const { return impl_->fabric->provider(); }
+std::string PServerClient::provider() const {
+  return impl_->fabric->provider();
+}
 int64_t PServerClient::trainer_id() const { return impl_->options.trainer_id; }
 
 void PServerClient::ForgetBuffer(const void* data, size_t bytes) {

@@ -4,13 +4,15 @@
 //   PServerClientOptions o;
 //   o.addresses = {"10.0.0.1:7000", "10.0.0.2:7000"};
 //   auto c = PServerClient::Connect(o);           // control plane only
-//   if ((*c)->BeginInitParams(selected).value()) {     // this trainer initializes
+//   if ((*c)->BeginInitParams(selected).value()) {     // this trainer
+//   initializes
 //     (*c)->InitParam({"fc1.w", DType::kFloat32, {784, 256}}, w, bytes);
 //     (*c)->FinishInitParams();
 //   }
-//   (*c)->GetParams({{"fc1.w", w, bytes}}, deadline);  // waits for init if needed
-//   auto h = (*c)->SendGrads({{"fc1.w", g, bytes}});   // asynchronous
-//   (*c)->Wait(*h, deadline);                           // applied on every pserver
+//   (*c)->GetParams({{"fc1.w", w, bytes}}, deadline);  // waits for init if
+//   needed auto h = (*c)->SendGrads({{"fc1.w", g, bytes}});   // asynchronous
+//   (*c)->Wait(*h, deadline);                           // applied on every
+//   pserver
 //
 // Data path: the client computes the layout (pserver/layout.h) like the
 // pservers do, and moves each block straight between the caller's buffer
@@ -56,13 +58,15 @@ namespace fabps::trainer {
 struct PServerClientOptions {
   std::vector<std::string> addresses;  // "host:port" of pserver 0, 1, ...
   std::string provider = "auto";
-  std::string interface_address;       // fabric interface; "" : the provider's choice
-  int64_t trainer_id = 0;              // 0: a random id
+  std::string
+      interface_address;   // fabric interface; "" : the provider's choice
+  int64_t trainer_id = 0;  // 0: a random id
   uint64_t block_elements = pserver::Layout::kDefaultBlockElements;
   pserver::UpdateRuleConfig default_rule;
   std::map<std::string, pserver::UpdateRuleConfig> rules;  // per parameter name
   int rpc_timeout_ms = 10000;
-  int init_wait_ms = 120000;  // how long data calls wait for another trainer's init
+  int init_wait_ms =
+      120000;  // how long data calls wait for another trainer's init
 };
 
 // A parameter's bytes in caller memory: `bytes` must equal its element count
@@ -79,7 +83,8 @@ class PServerClient {
  public:
   // Opens the fabric and control connections. Does not need the pservers to
   // be initialized.
-  static Result<std::unique_ptr<PServerClient>> Connect(const PServerClientOptions& options);
+  static Result<std::unique_ptr<PServerClient>> Connect(
+      const PServerClientOptions& options);
   ~PServerClient();
 
   // The original design's contract: returns true when this trainer must
@@ -88,15 +93,16 @@ class PServerClient {
   // calls: they wait until the parameters exist).
   Result<bool> BeginInitParams(bool selected);
   // Records a parameter and its initial values (copied).
-  Status InitParam(const pserver::ParamSpec& spec, const void* data, size_t bytes);
+  Status InitParam(const pserver::ParamSpec& spec, const void* data,
+                   size_t bytes);
   // Builds the layout from every InitParam, sends it and the values to the
   // pservers and ends initialization. "Already initialized" counts as OK.
   Status FinishInitParams();
 
   // Pushes the gradients of the named parameters. Returns at once with a
   // handle (blocks only while every landing slot on a pserver is taken).
-  Result<std::shared_ptr<PushHandle>> SendGrads(const std::vector<ParamBuffer>& grads,
-                                                Deadline deadline);
+  Result<std::shared_ptr<PushHandle>> SendGrads(
+      const std::vector<ParamBuffer>& grads, Deadline deadline);
   // Waits until every block of the push is applied, or the first error.
   Status Wait(const std::shared_ptr<PushHandle>& handle, Deadline deadline);
   // Reads the current values of the named parameters into the buffers.

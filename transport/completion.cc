@@ -22,9 +22,12 @@ bool OpState::PartDone(const Status& s, size_t bytes) {
 
 }  // namespace internal
 
-Completion::Completion(std::shared_ptr<internal::OpState> s) : s_(std::move(s)) {}
+Completion::Completion(std::shared_ptr<internal::OpState> s)
+    : s_(std::move(s)) {}
 
-bool Completion::done() const { return !s_ || s_->done.load(std::memory_order_acquire); }
+bool Completion::done() const {
+  return !s_ || s_->done.load(std::memory_order_acquire);
+}
 
 std::optional<Status> Completion::Poll() const {
   if (!done()) return std::nullopt;
@@ -46,7 +49,8 @@ Status Completion::Wait(Deadline deadline) {
   uint64_t polls = 0;
   while (!done()) {
     if (deadline.Expired()) {
-      return Status::TimedOut("operation not complete by its deadline (peer dead or slow?)");
+      return Status::TimedOut(
+          "operation not complete by its deadline (peer dead or slow?)");
     }
     internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
     if (d != nullptr) {

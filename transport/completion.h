@@ -32,7 +32,8 @@ struct OpState {
   // Records one part's end. Returns true when this was the last part.
   bool PartDone(const Status& s, size_t bytes);
 
-  std::atomic<ProgressDriver*> driver{nullptr};  // null once the endpoint is gone
+  std::atomic<ProgressDriver*> driver{
+      nullptr};  // null once the endpoint is gone
   std::atomic<int> remaining;
   std::atomic<bool> done{false};
   std::mutex mu;

@@ -11,7 +11,8 @@ constexpr uint32_t kRemoteRegionMagic = 0x46525231;  // "FRR1"
 constexpr size_t kRemoteRegionBytes = 4 + 3 * 8;
 
 void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; i++) out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  for (int i = 0; i < 8; i++)
+    out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 
 uint64_t GetU64(const unsigned char* p) {
@@ -25,7 +26,8 @@ uint64_t GetU64(const unsigned char* p) {
 std::string RemoteRegion::Serialize() const {
   std::string out;
   out.reserve(kRemoteRegionBytes);
-  for (int i = 0; i < 4; i++) out.push_back(static_cast<char>((kRemoteRegionMagic >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; i++)
+    out.push_back(static_cast<char>((kRemoteRegionMagic >> (8 * i)) & 0xff));
   PutU64(&out, base);
   PutU64(&out, key);
   PutU64(&out, length);
@@ -34,18 +36,22 @@ std::string RemoteRegion::Serialize() const {
 
 Result<RemoteRegion> RemoteRegion::Parse(const std::string& bytes) {
   if (bytes.size() != kRemoteRegionBytes) {
-    return Status::Corruption("remote region descriptor: " + std::to_string(bytes.size()) +
-                              " bytes, expected " + std::to_string(kRemoteRegionBytes));
+    return Status::Corruption(
+        "remote region descriptor: " + std::to_string(bytes.size()) +
+        " bytes, expected " + std::to_string(kRemoteRegionBytes));
   }
   const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  uint32_t magic = p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
-  if (magic != kRemoteRegionMagic) return Status::Corruption("remote region descriptor: bad magic");
+  uint32_t magic =
+      p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  if (magic != kRemoteRegionMagic)
+    return Status::Corruption("remote region descriptor: bad magic");
   RemoteRegion r;
   r.base = GetU64(p + 4);
   r.key = GetU64(p + 12);
   r.length = GetU64(p + 20);
   if (r.base + r.length < r.base) {
-    return Status::Corruption("remote region descriptor: base + length overflows");
+    return Status::Corruption(
+        "remote region descriptor: base + length overflows");
   }
   return r;
 }
@@ -57,8 +63,8 @@ bool MemoryRegion::Contains(const void* ptr, size_t len) const {
 }
 
 const std::vector<std::string>& KnownProviders() {
-  static const std::vector<std::string> kNames = {"verbs;ofi_rxm", "tcp;ofi_rxm", "shm",
-                                                  "sockets"};
+  static const std::vector<std::string> kNames = {
+      "verbs;ofi_rxm", "tcp;ofi_rxm", "shm", "sockets"};
   return kNames;
 }
 

@@ -58,17 +58,20 @@ OobChannel::~OobChannel() {
   if (fd_ >= 0) ::close(fd_);
 }
 
-Result<OobChannel> OobChannel::Accept(const std::string& host, int port, int timeout_ms,
+Result<OobChannel> OobChannel::Accept(const std::string& host, int port,
+                                      int timeout_ms,
                                       void (*on_listen)(int port)) {
   FABPS_ASSIGN_OR_RETURN(sockaddr_in a, Resolve(host, port));
   int ls = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (ls < 0) return PosixError("socket", errno);
   int one = 1;
   ::setsockopt(ls, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
-  if (::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 || ::listen(ls, 1) != 0) {
+  if (::bind(ls, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+      ::listen(ls, 1) != 0) {
     int err = errno;
     ::close(ls);
-    return PosixError("bind/listen on " + host + ":" + std::to_string(port), err);
+    return PosixError("bind/listen on " + host + ":" + std::to_string(port),
+                      err);
   }
   socklen_t len = sizeof(a);
   ::getsockname(ls, reinterpret_cast<sockaddr*>(&a), &len);
@@ -86,7 +89,8 @@ Result<OobChannel> OobChannel::Accept(const std::string& host, int port, int tim
   return OobChannel(fd);
 }
 
-Result<OobChannel> OobChannel::Connect(const std::string& host, int port, int timeout_ms) {
+Result<OobChannel> OobChannel::Connect(const std::string& host, int port,
+                                       int timeout_ms) {
   FABPS_ASSIGN_OR_RETURN(sockaddr_in a, Resolve(host, port));
   Deadline deadline = Deadline::InMs(timeout_ms);
   for (;;) {
@@ -126,7 +130,8 @@ Status OobChannel::ReadAll(void* p, size_t n, int timeout_ms) {
   while (n > 0) {
     FABPS_RETURN_IF_ERROR(WaitFd(fd_, POLLIN, timeout_ms));
     ssize_t r = ::recv(fd_, c, n, 0);
-    if (r == 0) return Status::Unavailable("out-of-band channel closed by the peer");
+    if (r == 0)
+      return Status::Unavailable("out-of-band channel closed by the peer");
     if (r < 0) {
       if (errno == EINTR || errno == EAGAIN) continue;
       return PosixError("out-of-band recv", errno);
@@ -138,7 +143,8 @@ Status OobChannel::ReadAll(void* p, size_t n, int timeout_ms) {
 }
 
 Status OobChannel::SendMsg(const std::string& msg, int timeout_ms) {
-  if (msg.size() > kMaxMsg) return Status::InvalidArgument("out-of-band message too long");
+  if (msg.size() > kMaxMsg)
+    return Status::InvalidArgument("out-of-band message too long");
   uint32_t n = htonl(static_cast<uint32_t>(msg.size()));
   FABPS_RETURN_IF_ERROR(WriteAll(&n, 4, timeout_ms));
   return WriteAll(msg.data(), msg.size(), timeout_ms);
@@ -148,7 +154,9 @@ Result<std::string> OobChannel::RecvMsg(int timeout_ms) {
   uint32_t n = 0;
   FABPS_RETURN_IF_ERROR(ReadAll(&n, 4, timeout_ms));
   n = ntohl(n);
-  if (n > kMaxMsg) return Status::Corruption("out-of-band message of " + std::to_string(n) + " bytes");
+  if (n > kMaxMsg)
+    return Status::Corruption("out-of-band message of " + std::to_string(n) +
+                              " bytes");
   std::string s(n, '\0');
   FABPS_RETURN_IF_ERROR(ReadAll(s.data(), n, timeout_ms));
   return s;
@@ -157,7 +165,8 @@ Result<std::string> OobChannel::RecvMsg(int timeout_ms) {
 Status OobChannel::Barrier(int timeout_ms) {
   FABPS_RETURN_IF_ERROR(SendMsg("sync", timeout_ms));
   FABPS_ASSIGN_OR_RETURN(std::string m, RecvMsg(timeout_ms));
-  if (m != "sync") return Status::Corruption("out-of-band barrier: unexpected '" + m + "'");
+  if (m != "sync")
+    return Status::Corruption("out-of-band barrier: unexpected '" + m + "'");
   return Status::OK();
 }
 

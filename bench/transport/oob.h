@@ -15,10 +15,11 @@ class OobChannel {
  public:
   // Server side: listens on host:port (port 0 picks one; see port()), waits
   // up to timeout_ms for one client.
-  static Result<OobChannel> Accept(const std::string& host, int port, int timeout_ms,
-                                   void (*on_listen)(int port));
+  static Result<OobChannel> Accept(const std::string& host, int port,
+                                   int timeout_ms, void (*on_listen)(int port));
   // Client side: connects, retrying until timeout_ms.
-  static Result<OobChannel> Connect(const std::string& host, int port, int timeout_ms);
+  static Result<OobChannel> Connect(const std::string& host, int port,
+                                    int timeout_ms);
 
   OobChannel() = default;
   OobChannel(OobChannel&& o) noexcept : fd_(o.fd_) { o.fd_ = -1; }

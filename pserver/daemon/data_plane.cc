@@ -26,11 +26,14 @@ struct DataPlane::Trainer {
   }
 };
 
-Result<std::unique_ptr<DataPlane>> DataPlane::Create(const DataPlaneOptions& options) {
-  if (options.slots_per_trainer < 1 || options.slots_per_trainer > wire::kMaxSlots) {
+Result<std::unique_ptr<DataPlane>> DataPlane::Create(
+    const DataPlaneOptions& options) {
+  if (options.slots_per_trainer < 1 ||
+      options.slots_per_trainer > wire::kMaxSlots) {
     return Status::InvalidArgument("--slots-per-trainer must be in 1..256");
   }
-  if (options.max_trainers < 1 || options.max_trainers > wire::kMaxTrainerIndex) {
+  if (options.max_trainers < 1 ||
+      options.max_trainers > wire::kMaxTrainerIndex) {
     return Status::InvalidArgument("--max-trainers must be in 1..65535");
   }
   std::unique_ptr<DataPlane> dp(new DataPlane(options));
@@ -38,11 +41,12 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(const DataPlaneOptions& opt
   fo.provider = options.provider;
   fo.interface_address = options.interface_address;
   FABPS_ASSIGN_OR_RETURN(dp->fabric_, transport::OpenFabric(fo));
-  FABPS_ASSIGN_OR_RETURN(dp->endpoint_,
-                         dp->fabric_->CreateEndpoint(transport::ProgressMode::kThread));
+  FABPS_ASSIGN_OR_RETURN(dp->endpoint_, dp->fabric_->CreateEndpoint(
+                                            transport::ProgressMode::kThread));
   dp->scratch_.resize(64);
-  FABPS_ASSIGN_OR_RETURN(dp->scratch_mr_,
-                         dp->fabric_->Register(dp->scratch_.data(), dp->scratch_.size()));
+  FABPS_ASSIGN_OR_RETURN(
+      dp->scratch_mr_,
+      dp->fabric_->Register(dp->scratch_.data(), dp->scratch_.size()));
   DataPlane* raw = dp.get();
   dp->endpoint_->SetImmediateHandler(
       [raw](const transport::ImmediateEvent& e) { raw->OnImmediate(e.data); });
@@ -55,7 +59,8 @@ DataPlane::~DataPlane() {
 }
 
 Status DataPlane::AttachShard(Shard* shard) {
-  FABPS_ASSIGN_OR_RETURN(arena_mr_, fabric_->Register(shard->arena_base(), shard->arena_bytes()));
+  FABPS_ASSIGN_OR_RETURN(
+      arena_mr_, fabric_->Register(shard->arena_base(), shard->arena_bytes()));
   uint64_t max_block = 0;
   for (uint32_t b : shard->block_ids()) {
     auto r = shard->ValueRegion(b);
@@ -70,10 +75,9 @@ std::string DataPlane::arena_region() const {
   return arena_mr_ ? arena_mr_->remote().Serialize() : std::string();
 }
 
-Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
-                                                       const std::string& address,
-                                                       const std::string& credit_region,
-                                                       uint64_t max_slot_bytes) {
+Result<TrainerRegistration> DataPlane::RegisterTrainer(
+    int64_t trainer_id, const std::string& address,
+    const std::string& credit_region, uint64_t max_slot_bytes) {
   if (shard_.load() == nullptr) {
     return Status::FailedPrecondition("parameters are not initialized yet");
   }
@@ -92,7 +96,8 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
   }
   if (!old && trainers_.size() >= options_.max_trainers) {
     return Status::ResourceExhausted("pserver serves its maximum of " +
-                                     std::to_string(options_.max_trainers) + " trainers");
+                                     std::to_string(options_.max_trainers) +
+                                     " trainers");
   }
   auto t = std::make_shared<Trainer>();
   t->index = index;
@@ -107,7 +112,8 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
     t->landing = nullptr;
     return PosixError("mmap landing slots", errno);
   }
-  FABPS_ASSIGN_OR_RETURN(t->landing_mr, fabric_->Register(t->landing, t->landing_bytes));
+  FABPS_ASSIGN_OR_RETURN(t->landing_mr,
+                         fabric_->Register(t->landing, t->landing_bytes));
   t->busy.reset(new std::atomic<bool>[options_.slots_per_trainer]);
   for (uint32_t s = 0; s < options_.slots_per_trainer; s++) t->busy[s] = false;
   if (index == trainers_.size()) {
@@ -115,8 +121,8 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
   } else {
     trainers_[index] = t;  // in-flight applies of the old one keep it alive
   }
-  FABPS_LOG(INFO) << "trainer " << trainer_id << " registered as index " << index
-                  << (old ? " (re-registered)" : "");
+  FABPS_LOG(INFO) << "trainer " << trainer_id << " registered as index "
+                  << index << (old ? " (re-registered)" : "");
   TrainerRegistration reg;
   reg.trainer_index = index;
   reg.landing_region = t->landing_mr->remote().Serialize();
@@ -128,7 +134,8 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(int64_t trainer_id,
 void DataPlane::Reject(const std::string& why) {
   rejected_++;
   uint64_t n = reject_logs_++;
-  if (n < 20 || (n & (n - 1)) == 0) FABPS_LOG(WARNING) << "rejected push: " << why;
+  if (n < 20 || (n & (n - 1)) == 0)
+    FABPS_LOG(WARNING) << "rejected push: " << why;
 }
 
 void DataPlane::OnImmediate(uint64_t data) {
@@ -139,23 +146,27 @@ void DataPlane::OnImmediate(uint64_t data) {
     std::shared_lock<std::shared_mutex> l(mu_);
     if (imm->trainer < trainers_.size()) t = trainers_[imm->trainer];
   }
-  if (!t) return Reject("unknown trainer index " + std::to_string(imm->trainer));
+  if (!t)
+    return Reject("unknown trainer index " + std::to_string(imm->trainer));
   if (imm->slot >= options_.slots_per_trainer) {
     Reject("slot " + std::to_string(imm->slot) + " out of range");
     return SendCredit(t, imm->slot, imm->block, Status::Code::kInvalidArgument);
   }
   Shard* shard = shard_.load();
-  auto region = shard ? shard->ValueRegion(imm->block) : Result<BlockRegion>(Status::FailedPrecondition("no shard"));
+  auto region =
+      shard ? shard->ValueRegion(imm->block)
+            : Result<BlockRegion>(Status::FailedPrecondition("no shard"));
   if (!region.ok()) {
-    Reject("block " + std::to_string(imm->block) + ": " + region.status().message());
+    Reject("block " + std::to_string(imm->block) + ": " +
+           region.status().message());
     return SendCredit(t, imm->slot, imm->block, Status::Code::kInvalidArgument);
   }
   bool expected = false;
   if (!t->busy[imm->slot].compare_exchange_strong(expected, true)) {
     // The trainer wrote into a slot whose apply is still running: its own
     // bookkeeping is broken. Refuse without a credit (it already owes one).
-    return Reject("slot " + std::to_string(imm->slot) + " of trainer " + std::to_string(t->id) +
-                  " reused before its credit");
+    return Reject("slot " + std::to_string(imm->slot) + " of trainer " +
+                  std::to_string(t->id) + " reused before its credit");
   }
   GradientRef g;
   g.block = imm->block;
@@ -164,7 +175,8 @@ void DataPlane::OnImmediate(uint64_t data) {
   g.bytes = region->bytes;
   uint32_t slot = imm->slot, block = imm->block;
   size_t bytes = region->bytes;
-  Status s = shard->ApplyAsync(g, [this, t, slot, block, bytes](const Status& st) {
+  Status s = shard->ApplyAsync(g, [this, t, slot, block,
+                                   bytes](const Status& st) {
     if (st.ok()) {
       applied_++;
       bytes_applied_ += bytes;
@@ -181,16 +193,18 @@ void DataPlane::OnImmediate(uint64_t data) {
   }
 }
 
-void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot, uint32_t block,
-                           Status::Code code) {
+void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
+                           uint32_t block, Status::Code code) {
   wire::CreditImm c;
   c.pserver = options_.pserver_index;
   c.slot = slot;
   c.code = code;
   c.block = block;
-  auto w = endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0, wire::EncodeCredit(c),
-                            Deadline::InMs(5000));
-  if (!w.ok()) FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": " << w.status().ToString();
+  auto w = endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0,
+                            wire::EncodeCredit(c), Deadline::InMs(5000));
+  if (!w.ok())
+    FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": "
+                       << w.status().ToString();
 }
 
 DataPlaneStats DataPlane::stats() const {

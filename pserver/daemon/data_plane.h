@@ -34,7 +34,8 @@ namespace fabps::pserver {
 
 struct DataPlaneOptions {
   std::string provider = "auto";
-  std::string interface_address;  // for tcp/verbs/sockets; "" lets the provider pick
+  std::string
+      interface_address;  // for tcp/verbs/sockets; "" lets the provider pick
   uint32_t pserver_index = 0;
   uint32_t slots_per_trainer = 8;  // 1..256
   uint32_t max_trainers = 256;     // 1..65535
@@ -56,7 +57,8 @@ struct DataPlaneStats {
 
 class DataPlane {
  public:
-  static Result<std::unique_ptr<DataPlane>> Create(const DataPlaneOptions& options);
+  static Result<std::unique_ptr<DataPlane>> Create(
+      const DataPlaneOptions& options);
   ~DataPlane();
 
   std::string provider() const { return fabric_->provider(); }
@@ -70,7 +72,8 @@ class DataPlane {
 
   // Registers (or re-registers, after a reconnect: same trainer_id, same
   // index, new address) a trainer. Requires an attached shard.
-  Result<TrainerRegistration> RegisterTrainer(int64_t trainer_id, const std::string& address,
+  Result<TrainerRegistration> RegisterTrainer(int64_t trainer_id,
+                                              const std::string& address,
                                               const std::string& credit_region,
                                               uint64_t max_slot_bytes);
 
@@ -80,8 +83,8 @@ class DataPlane {
   struct Trainer;
   explicit DataPlane(const DataPlaneOptions& options) : options_(options) {}
   void OnImmediate(uint64_t data);
-  void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot, uint32_t block,
-                  Status::Code code);
+  void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
+                  uint32_t block, Status::Code code);
   void Reject(const std::string& why);
 
   const DataPlaneOptions options_;

@@ -51,8 +51,9 @@ int Serve(const Flags& f) {
 
   fabps::pserver::DataPlaneOptions dpo;
   dpo.provider = f.provider;
-  dpo.interface_address = f.interface_address.empty() && f.provider != "shm" ? f.host
-                                                                            : f.interface_address;
+  dpo.interface_address = f.interface_address.empty() && f.provider != "shm"
+                              ? f.host
+                              : f.interface_address;
   if (dpo.interface_address == "0.0.0.0") dpo.interface_address.clear();
   dpo.pserver_index = f.index;
   dpo.slots_per_trainer = f.slots;
@@ -69,7 +70,8 @@ int Serve(const Flags& f) {
   so.checkpoint_dir = f.checkpoint_dir;
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
-  auto service = std::make_shared<fabps::pserver::PServerService>(so, dp->get());
+  auto service =
+      std::make_shared<fabps::pserver::PServerService>(so, dp->get());
   fabps::Status rs = service->Recover();
   if (!rs.ok()) {
     FABPS_LOG(ERROR) << "recovery: " << rs.ToString();
@@ -88,15 +90,17 @@ int Serve(const Flags& f) {
   }
   std::string addr = f.host + ":" + std::to_string((*server)->port());
   if (!f.port_file.empty()) {
-    auto s = fabps::WriteFileAtomically(f.port_file, std::to_string((*server)->port()) + "\n");
+    auto s = fabps::WriteFileAtomically(
+        f.port_file, std::to_string((*server)->port()) + "\n");
     if (!s.ok()) {
       FABPS_LOG(ERROR) << s.ToString();
       return 1;
     }
   }
-  FABPS_LOG(INFO) << "pserver " << f.index << " of " << f.num_pservers << " serving on " << addr
-                  << ", fabric " << (*dp)->provider()
-                  << (service->initialized() ? " (recovered)" : " (waiting for init)");
+  FABPS_LOG(INFO) << "pserver " << f.index << " of " << f.num_pservers
+                  << " serving on " << addr << ", fabric " << (*dp)->provider()
+                  << (service->initialized() ? " (recovered)"
+                                             : " (waiting for init)");
   std::printf("fabps-pserver listening on %s\n", addr.c_str());
   std::fflush(stdout);
 
@@ -106,13 +110,14 @@ int Serve(const Flags& f) {
     timespec tick{0, 200 * 1000 * 1000};
     int sig = sigtimedwait(&signals, nullptr, &tick);
     if (sig == SIGTERM || sig == SIGINT) {
-      FABPS_LOG(INFO) << "signal " << sig << ": checkpointing and shutting down";
+      FABPS_LOG(INFO) << "signal " << sig
+                      << ": checkpointing and shutting down";
       break;
     }
     auto now = std::chrono::steady_clock::now();
     if (period_ms > 0 &&
-        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_save).count() >=
-            period_ms) {
+        std::chrono::duration_cast<std::chrono::milliseconds>(now - last_save)
+                .count() >= period_ms) {
       last_save = now;
       fabps::Status s = service->Checkpoint();
       if (!s.ok()) FABPS_LOG(ERROR) << "periodic checkpoint: " << s.ToString();
@@ -133,32 +138,45 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app("fabps pserver: holds one shard of the parameters");
   app.add_option("--host", f.host, "address to listen on (control plane)");
-  app.add_option("--port", f.port, "control port; 0 picks a free one")->check(CLI::Range(0, 65535));
-  app.add_option("--port-file", f.port_file, "write the chosen port here once serving");
-  app.add_option("--provider", f.provider, "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
-  app.add_option("--interface", f.interface_address, "fabric interface address (default: --host)");
-  app.add_option("--index", f.index, "this pserver's index")->check(CLI::Range(0, 65534));
-  app.add_option("--num-pservers", f.num_pservers, "pservers in the job")->check(CLI::Range(1, 65535));
+  app.add_option("--port", f.port, "control port; 0 picks a free one")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--port-file", f.port_file,
+                 "write the chosen port here once serving");
+  app.add_option("--provider", f.provider,
+                 "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
+  app.add_option("--interface", f.interface_address,
+                 "fabric interface address (default: --host)");
+  app.add_option("--index", f.index, "this pserver's index")
+      ->check(CLI::Range(0, 65534));
+  app.add_option("--num-pservers", f.num_pservers, "pservers in the job")
+      ->check(CLI::Range(1, 65535));
   app.add_option("--block-elements", f.block_elements,
                  "required layout block size (0: whatever the trainers use)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32));
-  app.add_option("--checkpoint-dir", f.checkpoint_dir, "checkpoints and init config ('': none)");
-  app.add_option("--save-period", f.save_period, "seconds between checkpoints (0: only at exit)")
+  app.add_option("--checkpoint-dir", f.checkpoint_dir,
+                 "checkpoints and init config ('': none)");
+  app.add_option("--save-period", f.save_period,
+                 "seconds between checkpoints (0: only at exit)")
       ->check(CLI::Range(0, 86400 * 7));
-  app.add_option("--keep-checkpoints", f.keep, "checkpoints kept")->check(CLI::Range(1, 1000));
-  app.add_option("--slots-per-trainer", f.slots, "gradient landing slots per trainer")
+  app.add_option("--keep-checkpoints", f.keep, "checkpoints kept")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--slots-per-trainer", f.slots,
+                 "gradient landing slots per trainer")
       ->check(CLI::Range(1, 256));
   app.add_option("--max-trainers", f.max_trainers, "trainers served at most")
       ->check(CLI::Range(1, 65535));
-  app.add_option("--apply-threads", f.apply_threads, "TBB threads for applies (0: all cores)")
+  app.add_option("--apply-threads", f.apply_threads,
+                 "TBB threads for applies (0: all cores)")
       ->check(CLI::Range(0, 1024));
   app.add_option("--rpc-threads", f.rpc_threads, "control-plane worker threads")
       ->check(CLI::Range(1, 256));
-  app.add_option("--max-frame-mb", f.max_frame_mb, "largest control-plane frame, MiB")
+  app.add_option("--max-frame-mb", f.max_frame_mb,
+                 "largest control-plane frame, MiB")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   CLI11_PARSE(app, argc, argv);
   if (f.index >= f.num_pservers) {
-    std::fprintf(stderr, "--index: %u is not below --num-pservers %u\n", f.index, f.num_pservers);
+    std::fprintf(stderr, "--index: %u is not below --num-pservers %u\n",
+                 f.index, f.num_pservers);
     return 2;
   }
   return Serve(f);

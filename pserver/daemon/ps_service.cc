@@ -27,14 +27,22 @@ int64_t UnixMs() {
 
 ps::PsErrorCode::type CodeOf(const Status& s) {
   switch (s.code()) {
-    case Status::Code::kInvalidArgument: return ps::PsErrorCode::INVALID_ARGUMENT;
-    case Status::Code::kNotFound: return ps::PsErrorCode::NOT_FOUND;
-    case Status::Code::kCorruption: return ps::PsErrorCode::CORRUPTION;
-    case Status::Code::kFailedPrecondition: return ps::PsErrorCode::FAILED_PRECONDITION;
-    case Status::Code::kUnavailable: return ps::PsErrorCode::UNAVAILABLE;
-    case Status::Code::kResourceExhausted: return ps::PsErrorCode::RESOURCE_EXHAUSTED;
-    case Status::Code::kAlreadyExists: return ps::PsErrorCode::ALREADY_EXISTS;
-    default: return ps::PsErrorCode::INTERNAL;
+    case Status::Code::kInvalidArgument:
+      return ps::PsErrorCode::INVALID_ARGUMENT;
+    case Status::Code::kNotFound:
+      return ps::PsErrorCode::NOT_FOUND;
+    case Status::Code::kCorruption:
+      return ps::PsErrorCode::CORRUPTION;
+    case Status::Code::kFailedPrecondition:
+      return ps::PsErrorCode::FAILED_PRECONDITION;
+    case Status::Code::kUnavailable:
+      return ps::PsErrorCode::UNAVAILABLE;
+    case Status::Code::kResourceExhausted:
+      return ps::PsErrorCode::RESOURCE_EXHAUSTED;
+    case Status::Code::kAlreadyExists:
+      return ps::PsErrorCode::ALREADY_EXISTS;
+    default:
+      return ps::PsErrorCode::INTERNAL;
   }
 }
 
@@ -50,29 +58,32 @@ void ThrowPsError(const Status& s) {
 PServerService::PServerService(ServiceOptions options, DataPlane* data_plane)
     : options_(std::move(options)), data_plane_(data_plane) {
   if (!options_.checkpoint_dir.empty()) {
-    checkpoints_ = std::make_unique<CheckpointManager>(options_.checkpoint_dir, options_.index,
-                                                       options_.keep_checkpoints);
+    checkpoints_ = std::make_unique<CheckpointManager>(
+        options_.checkpoint_dir, options_.index, options_.keep_checkpoints);
   }
 }
 
 PServerService::~PServerService() = default;
 
 std::string PServerService::InitConfigPath() const {
-  return options_.checkpoint_dir + "/init-" + std::to_string(options_.index) + ".config";
+  return options_.checkpoint_dir + "/init-" + std::to_string(options_.index) +
+         ".config";
 }
 
-Status PServerService::BuildShard(const ps::InitConfig& config, std::unique_ptr<Shard>* out) {
+Status PServerService::BuildShard(const ps::InitConfig& config,
+                                  std::unique_ptr<Shard>* out) {
   FABPS_ASSIGN_OR_RETURN(InitSpec spec, InitSpecFromThrift(config));
   if (spec.layout.num_pservers() != options_.num_pservers) {
-    return Status::InvalidArgument("layout is for " + std::to_string(spec.layout.num_pservers()) +
-                                   " pservers, this job has " +
-                                   std::to_string(options_.num_pservers));
+    return Status::InvalidArgument(
+        "layout is for " + std::to_string(spec.layout.num_pservers()) +
+        " pservers, this job has " + std::to_string(options_.num_pservers));
   }
-  if (options_.block_elements != 0 && spec.layout.block_elements() != options_.block_elements) {
-    return Status::InvalidArgument("layout block size " +
-                                   std::to_string(spec.layout.block_elements()) +
-                                   " elements, this pserver runs with --block-elements " +
-                                   std::to_string(options_.block_elements));
+  if (options_.block_elements != 0 &&
+      spec.layout.block_elements() != options_.block_elements) {
+    return Status::InvalidArgument(
+        "layout block size " + std::to_string(spec.layout.block_elements()) +
+        " elements, this pserver runs with --block-elements " +
+        std::to_string(options_.block_elements));
   }
   ShardOptions so;
   so.shard_index = options_.index;
@@ -94,7 +105,8 @@ Status PServerService::Recover() {
   auto loaded = checkpoints_->LoadLatest(shard.get());
   if (!loaded.ok()) {
     FABPS_LOG(WARNING) << "init config found but no checkpoint loads ("
-                       << loaded.status().ToString() << "); waiting for initialization";
+                       << loaded.status().ToString()
+                       << "); waiting for initialization";
     return Status::OK();
   }
   FABPS_RETURN_IF_ERROR(data_plane_->AttachShard(shard.get()));
@@ -120,9 +132,11 @@ Status PServerService::Checkpoint() {
 }
 
 void PServerService::CheckGrantLocked(int64_t trainer_id) {
-  if (initialized_) ThrowPsError(Status::AlreadyExists("parameters are already initialized"));
+  if (initialized_)
+    ThrowPsError(Status::AlreadyExists("parameters are already initialized"));
   if (!granted_ || grant_holder_ != trainer_id) {
-    ThrowPsError(Status::FailedPrecondition("trainer " + std::to_string(trainer_id) +
+    ThrowPsError(Status::FailedPrecondition("trainer " +
+                                            std::to_string(trainer_id) +
                                             " does not hold the init grant"));
   }
   grant_touched_ms_ = NowMs();
@@ -136,8 +150,8 @@ ps::InitGrantKind::type PServerService::BeginInitParams(int64_t trainer_id) {
     return ps::InitGrantKind::WAIT;
   }
   if (granted_ && grant_holder_ != trainer_id) {
-    FABPS_LOG(WARNING) << "init grant of trainer " << grant_holder_ << " lapsed; granting "
-                       << trainer_id;
+    FABPS_LOG(WARNING) << "init grant of trainer " << grant_holder_
+                       << " lapsed; granting " << trainer_id;
   }
   granted_ = true;
   grant_holder_ = trainer_id;
@@ -146,7 +160,8 @@ ps::InitGrantKind::type PServerService::BeginInitParams(int64_t trainer_id) {
   return ps::InitGrantKind::GRANTED;
 }
 
-void PServerService::InitParams(int64_t trainer_id, const ps::InitConfig& config) {
+void PServerService::InitParams(int64_t trainer_id,
+                                const ps::InitConfig& config) {
   std::lock_guard<std::mutex> l(mu_);
   CheckGrantLocked(trainer_id);
   std::unique_ptr<Shard> shard;
@@ -156,12 +171,15 @@ void PServerService::InitParams(int64_t trainer_id, const ps::InitConfig& config
   config_ = config;
 }
 
-void PServerService::InitBlock(int64_t trainer_id, int32_t block, const std::string& values) {
+void PServerService::InitBlock(int64_t trainer_id, int32_t block,
+                               const std::string& values) {
   std::lock_guard<std::mutex> l(mu_);
   CheckGrantLocked(trainer_id);
-  if (!shard_) ThrowPsError(Status::FailedPrecondition("InitBlock before InitParams"));
+  if (!shard_)
+    ThrowPsError(Status::FailedPrecondition("InitBlock before InitParams"));
   if (block < 0) ThrowPsError(Status::InvalidArgument("negative block id"));
-  Status s = shard_->InitBlock(static_cast<uint32_t>(block), values.data(), values.size());
+  Status s = shard_->InitBlock(static_cast<uint32_t>(block), values.data(),
+                               values.size());
   if (!s.ok()) ThrowPsError(s);
 }
 
@@ -169,7 +187,9 @@ bool PServerService::FinishInitParams(int64_t trainer_id) {
   std::lock_guard<std::mutex> l(mu_);
   if (initialized_) return false;
   CheckGrantLocked(trainer_id);
-  if (!shard_) ThrowPsError(Status::FailedPrecondition("FinishInitParams before InitParams"));
+  if (!shard_)
+    ThrowPsError(
+        Status::FailedPrecondition("FinishInitParams before InitParams"));
   Status s = data_plane_->AttachShard(shard_.get());
   if (!s.ok()) ThrowPsError(s);
   if (!options_.checkpoint_dir.empty()) {
@@ -179,8 +199,9 @@ bool PServerService::FinishInitParams(int64_t trainer_id) {
   }
   granted_ = false;
   initialized_ = true;
-  FABPS_LOG(INFO) << "initialized by trainer " << trainer_id << ": " << shard_->block_ids().size()
-                  << " blocks of " << shard_->layout().num_blocks();
+  FABPS_LOG(INFO) << "initialized by trainer " << trainer_id << ": "
+                  << shard_->block_ids().size() << " blocks of "
+                  << shard_->layout().num_blocks();
   // A first checkpoint, so that a pserver killed before its first periodic
   // save comes back initialized.
   s = Checkpoint();
@@ -189,21 +210,28 @@ bool PServerService::FinishInitParams(int64_t trainer_id) {
 }
 
 void PServerService::GetInitConfig(ps::InitConfig& out) {
-  if (!initialized_) ThrowPsError(Status::FailedPrecondition("parameters are not initialized yet"));
+  if (!initialized_)
+    ThrowPsError(
+        Status::FailedPrecondition("parameters are not initialized yet"));
   std::lock_guard<std::mutex> l(mu_);
   out = config_;
 }
 
-void PServerService::RegisterTrainer(ps::Registration& out, const ps::TrainerHello& hello) {
-  if (!initialized_) ThrowPsError(Status::FailedPrecondition("parameters are not initialized yet"));
+void PServerService::RegisterTrainer(ps::Registration& out,
+                                     const ps::TrainerHello& hello) {
+  if (!initialized_)
+    ThrowPsError(
+        Status::FailedPrecondition("parameters are not initialized yet"));
   if (hello.provider != data_plane_->provider()) {
-    ThrowPsError(Status::InvalidArgument("trainer uses provider '" + hello.provider +
-                                         "', this pserver '" + data_plane_->provider() + "'"));
+    ThrowPsError(Status::InvalidArgument("trainer uses provider '" +
+                                         hello.provider + "', this pserver '" +
+                                         data_plane_->provider() + "'"));
   }
-  if (hello.max_slot_bytes < 0) ThrowPsError(Status::InvalidArgument("max_slot_bytes < 0"));
-  auto reg = data_plane_->RegisterTrainer(hello.trainer_id, hello.fabric_address,
-                                          hello.credit_region,
-                                          static_cast<uint64_t>(hello.max_slot_bytes));
+  if (hello.max_slot_bytes < 0)
+    ThrowPsError(Status::InvalidArgument("max_slot_bytes < 0"));
+  auto reg = data_plane_->RegisterTrainer(
+      hello.trainer_id, hello.fabric_address, hello.credit_region,
+      static_cast<uint64_t>(hello.max_slot_bytes));
   if (!reg.ok()) ThrowPsError(reg.status());
   out.trainer_index = static_cast<int32_t>(reg->trainer_index);
   out.fabric_address = data_plane_->address();
@@ -224,8 +252,11 @@ void PServerService::RegisterTrainer(ps::Registration& out, const ps::TrainerHel
 }
 
 void PServerService::SaveModel(std::string& out, const std::string& dir) {
-  if (!initialized_) ThrowPsError(Status::FailedPrecondition("parameters are not initialized yet"));
-  if (dir.empty() || dir.size() > 4096) ThrowPsError(Status::InvalidArgument("bad directory"));
+  if (!initialized_)
+    ThrowPsError(
+        Status::FailedPrecondition("parameters are not initialized yet"));
+  if (dir.empty() || dir.size() > 4096)
+    ThrowPsError(Status::InvalidArgument("bad directory"));
   std::error_code ec;
   std::filesystem::create_directories(dir, ec);
   if (ec) ThrowPsError(Status::IOError("create " + dir + ": " + ec.message()));
@@ -249,7 +280,8 @@ void PServerService::GetStatus(ps::PsStatus& out) {
     out.last_checkpoint = last_checkpoint_;
     out.last_checkpoint_unix_ms = last_checkpoint_ms_;
   }
-  if (initialized_) out.num_blocks = static_cast<int64_t>(shard_->block_ids().size());
+  if (initialized_)
+    out.num_blocks = static_cast<int64_t>(shard_->block_ids().size());
 }
 
 }  // namespace fabps::pserver

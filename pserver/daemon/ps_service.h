@@ -52,9 +52,12 @@ class PServerService : public rpc::pserver::PServerIf {
   Status Checkpoint();
   bool initialized() const { return initialized_.load(); }
 
-  rpc::pserver::InitGrantKind::type BeginInitParams(int64_t trainer_id) override;
-  void InitParams(int64_t trainer_id, const rpc::pserver::InitConfig& config) override;
-  void InitBlock(int64_t trainer_id, int32_t block, const std::string& values) override;
+  rpc::pserver::InitGrantKind::type BeginInitParams(
+      int64_t trainer_id) override;
+  void InitParams(int64_t trainer_id,
+                  const rpc::pserver::InitConfig& config) override;
+  void InitBlock(int64_t trainer_id, int32_t block,
+                 const std::string& values) override;
   bool FinishInitParams(int64_t trainer_id) override;
   void GetInitConfig(rpc::pserver::InitConfig& out) override;
   void RegisterTrainer(rpc::pserver::Registration& out,
@@ -63,7 +66,8 @@ class PServerService : public rpc::pserver::PServerIf {
   void GetStatus(rpc::pserver::PsStatus& out) override;
 
  private:
-  Status BuildShard(const rpc::pserver::InitConfig& config, std::unique_ptr<Shard>* out);
+  Status BuildShard(const rpc::pserver::InitConfig& config,
+                    std::unique_ptr<Shard>* out);
   // Throws PsError unless `trainer_id` holds a live grant. Requires mu_.
   void CheckGrantLocked(int64_t trainer_id);
   std::string InitConfigPath() const;

@@ -33,10 +33,13 @@ rpc::pserver::UpdateRule RuleToThrift(const UpdateRuleConfig& c) {
 
 Result<UpdateRuleConfig> RuleFromThrift(const rpc::pserver::UpdateRule& t) {
   if (t.kind < 0 || t.kind > static_cast<int32_t>(RuleKind::kAdaGrad)) {
-    return Status::InvalidArgument("update rule kind " + std::to_string(t.kind) + " (0..4)");
+    return Status::InvalidArgument("update rule kind " +
+                                   std::to_string(t.kind) + " (0..4)");
   }
-  if (t.schedule < 0 || t.schedule > static_cast<int32_t>(LrSchedule::kLinearDecay)) {
-    return Status::InvalidArgument("learning-rate schedule " + std::to_string(t.schedule));
+  if (t.schedule < 0 ||
+      t.schedule > static_cast<int32_t>(LrSchedule::kLinearDecay)) {
+    return Status::InvalidArgument("learning-rate schedule " +
+                                   std::to_string(t.schedule));
   }
   if (t.decay_steps < 0) return Status::InvalidArgument("decay_steps < 0");
   UpdateRuleConfig c;
@@ -61,18 +64,21 @@ rpc::pserver::InitConfig InitSpecToThrift(const InitSpec& spec) {
   rpc::pserver::InitConfig t;
   t.layout = spec.layout.Encode();
   t.default_rule = RuleToThrift(spec.default_rule);
-  for (const auto& [name, rule] : spec.rules) t.rules[name] = RuleToThrift(rule);
+  for (const auto& [name, rule] : spec.rules)
+    t.rules[name] = RuleToThrift(rule);
   return t;
 }
 
 Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config) {
   auto layout = Layout::Decode(config.layout.data(), config.layout.size());
   if (!layout.ok()) return layout.status().WithContext("init config layout");
-  FABPS_ASSIGN_OR_RETURN(UpdateRuleConfig def, RuleFromThrift(config.default_rule));
+  FABPS_ASSIGN_OR_RETURN(UpdateRuleConfig def,
+                         RuleFromThrift(config.default_rule));
   InitSpec spec{std::move(layout).value(), def, {}};
   for (const auto& [name, rule] : config.rules) {
     if (!spec.layout.FindParam(name).ok()) {
-      return Status::InvalidArgument("update rule for unknown parameter '" + name + "'");
+      return Status::InvalidArgument("update rule for unknown parameter '" +
+                                     name + "'");
     }
     auto r = RuleFromThrift(rule);
     if (!r.ok()) return r.status().WithContext("rule of '" + name + "'");
@@ -86,16 +92,19 @@ constexpr char kMagic[8] = {'F', 'A', 'B', 'P', 'S', 'I', 'C', '1'};
 constexpr size_t kMaxConfigBytes = size_t{256} << 20;
 
 void PutU32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; i++) s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
+  for (int i = 0; i < 4; i++)
+    s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
 }
 uint32_t GetU32(const char* p) {
   uint32_t v = 0;
-  for (int i = 0; i < 4; i++) v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
+  for (int i = 0; i < 4; i++)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
   return v;
 }
 }  // namespace
 
-Status WriteInitConfigFile(const std::string& path, const rpc::pserver::InitConfig& config) {
+Status WriteInitConfigFile(const std::string& path,
+                           const rpc::pserver::InitConfig& config) {
   auto buf = std::make_shared<TMemoryBuffer>();
   TBinaryProtocol proto(buf);
   config.write(&proto);
@@ -111,13 +120,15 @@ Result<rpc::pserver::InitConfig> ReadInitConfigFile(const std::string& path) {
   auto read = ReadWholeFile(path, kMaxConfigBytes + 16);
   if (!read.ok()) return read.status();
   std::string data = std::move(read).value();
-  if (data.size() < sizeof(kMagic) + 8) return Status::Corruption(path + ": truncated init config");
+  if (data.size() < sizeof(kMagic) + 8)
+    return Status::Corruption(path + ": truncated init config");
   if (std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Corruption(path + ": bad magic");
   }
   uint32_t len = GetU32(data.data() + 8);
   if (len > kMaxConfigBytes || data.size() != sizeof(kMagic) + 4 + len + 4) {
-    return Status::Corruption(path + ": length field does not match the file size");
+    return Status::Corruption(path +
+                              ": length field does not match the file size");
   }
   uint32_t crc = GetU32(data.data() + data.size() - 4);
   if (crc != crc32c::Value(data.data(), data.size() - 4)) {

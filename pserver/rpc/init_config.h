@@ -32,7 +32,8 @@ Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config);
 
 // The file: "FABPSIC1", u32 length, Thrift binary InitConfig, u32 CRC32C of
 // everything before it. Written to a temporary name, fsynced, renamed.
-Status WriteInitConfigFile(const std::string& path, const rpc::pserver::InitConfig& config);
+Status WriteInitConfigFile(const std::string& path,
+                           const rpc::pserver::InitConfig& config);
 // NotFound when absent; Corruption naming the file and the check otherwise.
 Result<rpc::pserver::InitConfig> ReadInitConfigFile(const std::string& path);
 

@@ -1,10 +1,10 @@
 #include "base/crc32c.h"
 
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <string>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 namespace fabps {
 namespace {
@@ -25,14 +25,16 @@ TEST(Crc32c, Rfc3720Vectors) {
 TEST(Crc32c, ExtendEqualsWhole) {
   std::string s = "the quick brown fox jumps over the lazy dog, twice over";
   for (size_t cut = 0; cut <= s.size(); cut++) {
-    uint32_t a = crc32c::Extend(crc32c::Value(s.data(), cut), s.data() + cut, s.size() - cut);
+    uint32_t a = crc32c::Extend(crc32c::Value(s.data(), cut), s.data() + cut,
+                                s.size() - cut);
     EXPECT_EQ(a, crc32c::Value(s.data(), s.size())) << "cut at " << cut;
   }
 }
 
 TEST(Crc32c, DetectsEveryOneBitFlip) {
   std::vector<uint8_t> buf(97);
-  for (size_t i = 0; i < buf.size(); i++) buf[i] = static_cast<uint8_t>(i * 7 + 3);
+  for (size_t i = 0; i < buf.size(); i++)
+    buf[i] = static_cast<uint8_t>(i * 7 + 3);
   uint32_t good = crc32c::Value(buf.data(), buf.size());
   for (size_t i = 0; i < buf.size(); i++) {
     for (int b = 0; b < 8; b++) {

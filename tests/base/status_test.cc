@@ -1,8 +1,8 @@
 #include "base/status.h"
 
-#include <cerrno>
-
 #include <gtest/gtest.h>
+
+#include <cerrno>
 
 namespace fabps {
 namespace {
@@ -19,14 +19,16 @@ TEST(Status, CarriesCodeAndMessage) {
   EXPECT_FALSE(s.ok());
   EXPECT_EQ(s.code(), Status::Code::kTimedOut);
   EXPECT_EQ(s.ToString(), "TimedOut: wait for completion");
-  EXPECT_EQ(s.WithContext("pserver 2").ToString(), "TimedOut: pserver 2: wait for completion");
+  EXPECT_EQ(s.WithContext("pserver 2").ToString(),
+            "TimedOut: pserver 2: wait for completion");
 }
 
 TEST(Status, PosixErrorMapsCodes) {
   EXPECT_EQ(PosixError("open x", ENOENT).code(), Status::Code::kNotFound);
   EXPECT_EQ(PosixError("recv", ECONNRESET).code(), Status::Code::kUnavailable);
   EXPECT_EQ(PosixError("poll", ETIMEDOUT).code(), Status::Code::kTimedOut);
-  EXPECT_NE(PosixError("open x", ENOENT).message().find("open x"), std::string::npos);
+  EXPECT_NE(PosixError("open x", ENOENT).message().find("open x"),
+            std::string::npos);
 }
 
 Result<int> Half(int x) {

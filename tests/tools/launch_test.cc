@@ -3,13 +3,12 @@
 // leaves no process behind; and again with a pserver killed and restarted
 // mid-run.
 #include <dirent.h>
+#include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <fstream>
 #include <regex>
 #include <string>
-
-#include <gtest/gtest.h>
 
 #include "tests/util/subprocess.h"
 
@@ -28,7 +27,8 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
     int pid = std::atoi(e->d_name);
     if (pid <= 0) continue;
     std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+    std::string cmd((std::istreambuf_iterator<char>(in)),
+                    std::istreambuf_iterator<char>());
     if (cmd.find(needle) != std::string::npos) out.push_back(pid);
   }
   closedir(d);
@@ -36,11 +36,24 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
 }
 
 // Runs the launcher; returns its output, with its exit code in *code.
-std::string RunLauncher(const TempDir& dir, const std::vector<std::string>& extra, int* code) {
-  std::vector<std::string> argv = {testing::BuiltBinary("tools/launch/fabps-launch"),
-                                   "--passes", "1", "--pservers", "2", "--trainers", "2",
-                                   "--provider", "tcp;ofi_rxm", "--run-dir", dir.File("run"),
-                                   "--data-dir", dir.File("data"), "--save-period", "2"};
+std::string RunLauncher(const TempDir& dir,
+                        const std::vector<std::string>& extra, int* code) {
+  std::vector<std::string> argv = {
+      testing::BuiltBinary("tools/launch/fabps-launch"),
+      "--passes",
+      "1",
+      "--pservers",
+      "2",
+      "--trainers",
+      "2",
+      "--provider",
+      "tcp;ofi_rxm",
+      "--run-dir",
+      dir.File("run"),
+      "--data-dir",
+      dir.File("data"),
+      "--save-period",
+      "2"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = Subprocess::Start(argv, dir.File("launch.out"));
   EXPECT_TRUE(p.ok()) << p.status().ToString();
@@ -65,19 +78,24 @@ TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
   EXPECT_NE(out.find("fabps job finished"), std::string::npos) << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << "10 classes: chance is 0.1\n" << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty()) << "processes left behind";
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+      << "processes left behind";
 }
 
 TEST(Launch, SurvivesAPserverKilledAndRestarted) {
   TempDir dir;
   int code = -1;
   std::string out = RunLauncher(
-      dir, {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4"}, &code);
+      dir,
+      {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4"},
+      &code);
   ASSERT_EQ(code, 0) << out;
-  EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos) << out;
+  EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
+      << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty()) << "processes left behind";
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+      << "processes left behind";
 }
 
 }  // namespace

@@ -1,6 +1,9 @@
 // Trainers against real fabps-pserver processes over a real fabric:
 // exactness of SGD, Adam against a reference, one initializer, dead peers,
 // checkpoint recovery.
+#include "trainer/pserver_client.h"
+
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
@@ -10,10 +13,7 @@
 #include <thread>
 #include <vector>
 
-#include <gtest/gtest.h>
-
 #include "tests/trainer/pserver_cluster.h"
-#include "trainer/pserver_client.h"
 #include "transport/fabric.h"
 
 namespace fabps::trainer {
@@ -40,8 +40,10 @@ size_t Elements(const ParamSpec& s) {
   return n;
 }
 
-PServerClientOptions ClientOptions(const PServerCluster& c, const std::string& provider,
-                                   RuleKind rule = RuleKind::kSgd, double lr = 1.0) {
+PServerClientOptions ClientOptions(const PServerCluster& c,
+                                   const std::string& provider,
+                                   RuleKind rule = RuleKind::kSgd,
+                                   double lr = 1.0) {
   PServerClientOptions o;
   o.addresses = c.addresses();
   o.provider = provider;
@@ -54,9 +56,12 @@ PServerClientOptions ClientOptions(const PServerCluster& c, const std::string& p
 }
 
 // Integer-valued initial values and gradients, so SGD with lr 1 is exact.
-float InitValue(size_t p, size_t i) { return static_cast<float>((i * 7 + p * 3) % 100); }
+float InitValue(size_t p, size_t i) {
+  return static_cast<float>((i * 7 + p * 3) % 100);
+}
 float GradValue(int trainer, int step, size_t p, size_t i) {
-  return static_cast<float>(((i + 1) * (trainer + 2) + step * 5 + p) % 9) - 4.0f;
+  return static_cast<float>(((i + 1) * (trainer + 2) + step * 5 + p) % 9) -
+         4.0f;
 }
 
 Status InitAll(PServerClient* c) {
@@ -64,7 +69,8 @@ Status InitAll(PServerClient* c) {
   for (size_t p = 0; p < specs.size(); p++) {
     std::vector<float> v(Elements(specs[p]));
     for (size_t i = 0; i < v.size(); i++) v[i] = InitValue(p, i);
-    FABPS_RETURN_IF_ERROR(c->InitParam(specs[p], v.data(), v.size() * sizeof(float)));
+    FABPS_RETURN_IF_ERROR(
+        c->InitParam(specs[p], v.data(), v.size() * sizeof(float)));
   }
   return c->FinishInitParams();
 }
@@ -74,7 +80,8 @@ class PServerClientTest : public ::testing::TestWithParam<std::string> {
   void SetUp() override {
     transport::FabricOptions o;
     o.provider = GetParam();
-    if (!transport::OpenFabric(o).ok()) GTEST_SKIP() << GetParam() << " not available here";
+    if (!transport::OpenFabric(o).ok())
+      GTEST_SKIP() << GetParam() << " not available here";
   }
 };
 
@@ -105,11 +112,14 @@ TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
         std::vector<ParamBuffer> bufs;
         for (size_t p = 0; p < specs.size(); p++) {
           g[p].resize(Elements(specs[p]));
-          for (size_t i = 0; i < g[p].size(); i++) g[p][i] = GradValue(t, step, p, i);
-          bufs.push_back({specs[p].name, g[p].data(), g[p].size() * sizeof(float)});
+          for (size_t i = 0; i < g[p].size(); i++)
+            g[p][i] = GradValue(t, step, p, i);
+          bufs.push_back(
+              {specs[p].name, g[p].data(), g[p].size() * sizeof(float)});
         }
         auto h = clients[t]->SendGrads(bufs, Deadline::InMs(kMs));
-        if (!h.ok() || !clients[t]->Wait(*h, Deadline::InMs(kMs)).ok()) failures++;
+        if (!h.ok() || !clients[t]->Wait(*h, Deadline::InMs(kMs)).ok())
+          failures++;
       }
     });
   }
@@ -119,14 +129,17 @@ TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
     for (size_t p = 0; p < specs.size(); p++) {
       std::vector<float> got(Elements(specs[p]), -1e9f);
       ASSERT_TRUE(clients[t]
-                      ->GetParams({{specs[p].name, got.data(), got.size() * sizeof(float)}},
+                      ->GetParams({{specs[p].name, got.data(),
+                                    got.size() * sizeof(float)}},
                                   Deadline::InMs(kMs))
                       .ok());
       for (size_t i = 0; i < got.size(); i++) {
         float want = InitValue(p, i);
         for (int tt = 0; tt < kTrainers; tt++)
-          for (int step = 0; step < kSteps; step++) want -= GradValue(tt, step, p, i);
-        ASSERT_EQ(got[i], want) << specs[p].name << "[" << i << "] seen by trainer " << t;
+          for (int step = 0; step < kSteps; step++)
+            want -= GradValue(tt, step, p, i);
+        ASSERT_EQ(got[i], want)
+            << specs[p].name << "[" << i << "] seen by trainer " << t;
       }
     }
   }
@@ -135,7 +148,8 @@ TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
 TEST_P(PServerClientTest, AdamMatchesReference) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam(), RuleKind::kAdam, 0.01));
+  auto c = PServerClient::Connect(
+      ClientOptions(cluster, GetParam(), RuleKind::kAdam, 0.01));
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->BeginInitParams(true).value());
   ASSERT_TRUE(InitAll(c->get()).ok());
@@ -148,19 +162,23 @@ TEST_P(PServerClientTest, AdamMatchesReference) {
   const double b1 = 0.9, b2 = 0.999, eps = 1e-8, lr = 0.01;
   for (int step = 1; step <= 5; step++) {
     for (size_t i = 0; i < n; i++) g[i] = GradValue(0, step, p, i) * 0.5f;
-    auto h = (*c)->SendGrads({{specs[p].name, g.data(), n * sizeof(float)}}, Deadline::InMs(kMs));
+    auto h = (*c)->SendGrads({{specs[p].name, g.data(), n * sizeof(float)}},
+                             Deadline::InMs(kMs));
     ASSERT_TRUE(h.ok());
     ASSERT_TRUE((*c)->Wait(*h, Deadline::InMs(kMs)).ok());
     for (size_t i = 0; i < n; i++) {
       m[i] = b1 * m[i] + (1 - b1) * g[i];
       v[i] = b2 * v[i] + (1 - b2) * g[i] * g[i];
-      double mh = m[i] / (1 - std::pow(b1, step)), vh = v[i] / (1 - std::pow(b2, step));
+      double mh = m[i] / (1 - std::pow(b1, step)),
+             vh = v[i] / (1 - std::pow(b2, step));
       w[i] -= lr * mh / (std::sqrt(vh) + eps);
     }
   }
   ASSERT_TRUE((*c)->GetParams({{specs[p].name, got.data(), n * sizeof(float)}},
-                              Deadline::InMs(kMs)).ok());
-  for (size_t i = 0; i < n; i++) ASSERT_NEAR(got[i], w[i], 1e-4 * (1 + std::fabs(w[i]))) << i;
+                              Deadline::InMs(kMs))
+                  .ok());
+  for (size_t i = 0; i < n; i++)
+    ASSERT_NEAR(got[i], w[i], 1e-4 * (1 + std::fabs(w[i]))) << i;
 }
 
 TEST_P(PServerClientTest, OnlyOneTrainerInitializes) {
@@ -180,7 +198,9 @@ TEST_P(PServerClientTest, OnlyOneTrainerInitializes) {
         if (!InitAll(c->get()).ok()) errors++;
       }
       std::vector<float> one(1);
-      if (!(*c)->GetParams({{"one", one.data(), sizeof(float)}}, Deadline::InMs(kMs)).ok() ||
+      if (!(*c)->GetParams({{"one", one.data(), sizeof(float)}},
+                           Deadline::InMs(kMs))
+               .ok() ||
           one[0] != InitValue(0, 0)) {
         errors++;
       }
@@ -199,15 +219,20 @@ TEST_P(PServerClientTest, DeadPserverFailsWithinDeadline) {
   ASSERT_TRUE((*c)->BeginInitParams(true).value());
   ASSERT_TRUE(InitAll(c->get()).ok());
   std::vector<float> many(3 * (kBlock + 5), 1.0f);
-  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}}, Deadline::InMs(kMs)).ok());
+  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
   cluster.proc(1).Kill();
   auto start = std::chrono::steady_clock::now();
   Status s;
   for (int i = 0; i < 20 && s.ok(); i++) {
-    auto h = (*c)->SendGrads({{"many", many.data(), many.size() * 4}}, Deadline::InMs(2000));
+    auto h = (*c)->SendGrads({{"many", many.data(), many.size() * 4}},
+                             Deadline::InMs(2000));
     s = h.ok() ? (*c)->Wait(*h, Deadline::InMs(2000)) : h.status();
   }
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   EXPECT_FALSE(s.ok()) << "pushes to a dead pserver kept succeeding";
   EXPECT_LT(secs, 30.0);
   std::printf("error seen: %s after %.1f s\n", s.ToString().c_str(), secs);
@@ -223,10 +248,12 @@ TEST_P(PServerClientTest, RestartedPserverServesItsCheckpoint) {
     ASSERT_TRUE((*c)->BeginInitParams(true).value());
     ASSERT_TRUE(InitAll(c->get()).ok());
     std::vector<float> g(before.size(), 2.0f);
-    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}},
+                             Deadline::InMs(kMs));
     ASSERT_TRUE(h.ok() && (*c)->Wait(*h, Deadline::InMs(kMs)).ok());
     ASSERT_TRUE((*c)->GetParams({{"many", before.data(), before.size() * 4}},
-                                Deadline::InMs(kMs)).ok());
+                                Deadline::InMs(kMs))
+                    .ok());
   }
   // SIGTERM: the pserver checkpoints and exits 0; it comes back from it.
   auto st = cluster.proc(0).Stop(20000);
@@ -235,10 +262,12 @@ TEST_P(PServerClientTest, RestartedPserverServesItsCheckpoint) {
   ASSERT_TRUE(cluster.Start(0).ok());
   auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
   ASSERT_TRUE(c.ok());
-  EXPECT_FALSE((*c)->BeginInitParams(true).value()) << "a recovered pserver is initialized";
+  EXPECT_FALSE((*c)->BeginInitParams(true).value())
+      << "a recovered pserver is initialized";
   std::vector<float> after(before.size(), -1);
   ASSERT_TRUE((*c)->GetParams({{"many", after.data(), after.size() * 4}},
-                              Deadline::InMs(kMs)).ok());
+                              Deadline::InMs(kMs))
+                  .ok());
   EXPECT_EQ(after, before);
 }
 
@@ -250,17 +279,20 @@ TEST_P(PServerClientTest, WrongSizesAndNamesAreRefused) {
   ASSERT_TRUE((*c)->BeginInitParams(true).value());
   ASSERT_TRUE(InitAll(c->get()).ok());
   std::vector<float> buf(10);
-  auto h = (*c)->SendGrads({{"block", buf.data(), buf.size() * 4}}, Deadline::InMs(kMs));
+  auto h = (*c)->SendGrads({{"block", buf.data(), buf.size() * 4}},
+                           Deadline::InMs(kMs));
   EXPECT_EQ(h.status().code(), Status::Code::kInvalidArgument);
   auto h2 = (*c)->SendGrads({{"nope", buf.data(), 4}}, Deadline::InMs(kMs));
   EXPECT_EQ(h2.status().code(), Status::Code::kNotFound);
-  EXPECT_FALSE((*c)->GetParams({{"one", buf.data(), 8}}, Deadline::InMs(kMs)).ok());
+  EXPECT_FALSE(
+      (*c)->GetParams({{"one", buf.data(), 8}}, Deadline::InMs(kMs)).ok());
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
                          ::testing::Values("tcp;ofi_rxm", "shm"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm") : std::string("tcp");
+                           return i.param == "shm" ? std::string("shm")
+                                                   : std::string("tcp");
                          });
 
 }  // namespace
@@ -276,20 +308,27 @@ TEST_P(PServerClientTest, ClientRidesOutAPserverRestart) {
   ASSERT_TRUE(c.ok());
   ASSERT_TRUE((*c)->BeginInitParams(true).value());
   ASSERT_TRUE(InitAll(c->get()).ok());
-  std::vector<float> init(3 * (kBlock + 5)), g(init.size(), 1.0f), got(init.size());
-  ASSERT_TRUE((*c)->GetParams({{"many", init.data(), init.size() * 4}}, Deadline::InMs(kMs)).ok());
+  std::vector<float> init(3 * (kBlock + 5)), g(init.size(), 1.0f),
+      got(init.size());
+  ASSERT_TRUE((*c)->GetParams({{"many", init.data(), init.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
   // kill -9: the pserver comes back from the checkpoint it wrote at init.
   cluster.proc(1).Kill();
   ASSERT_TRUE(cluster.Start(1).ok());
   Status s;
   int failed_steps = 0;
   for (int step = 0; step < 3; step++) {
-    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(10000));
+    auto h = (*c)->SendGrads({{"many", g.data(), g.size() * 4}},
+                             Deadline::InMs(10000));
     s = h.ok() ? (*c)->Wait(*h, Deadline::InMs(5000)) : h.status();
     if (!s.ok()) failed_steps++;
   }
-  EXPECT_LE(failed_steps, 1) << "only the step that met the dead pserver may fail";
-  ASSERT_TRUE((*c)->GetParams({{"many", got.data(), got.size() * 4}}, Deadline::InMs(kMs)).ok());
+  EXPECT_LE(failed_steps, 1)
+      << "only the step that met the dead pserver may fail";
+  ASSERT_TRUE((*c)->GetParams({{"many", got.data(), got.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
   // Blocks on the restarted pserver 1 came back from the init values and
   // missed the failed step; each block saw whole steps only.
   auto layout = (*c)->layout(Deadline::InMs(kMs));
@@ -299,11 +338,14 @@ TEST_P(PServerClientTest, ClientRidesOutAPserverRestart) {
     if (b.param != param) continue;
     // A failed step may have reached some blocks before it failed.
     float want = init[b.first_element] - got[b.first_element];
-    ASSERT_TRUE(want == 3.0f || want == 3.0f - failed_steps) << "block " << b.id << ": " << want;
-    if (b.pserver == 1) EXPECT_EQ(want, 3.0f - failed_steps) << "restarted from init";
-    for (uint64_t i = b.first_element; i < b.first_element + b.num_elements; i++) {
-      ASSERT_EQ(init[i] - got[i], want) << "element " << i << " of block " << b.id
-                                        << " on pserver " << b.pserver;
+    ASSERT_TRUE(want == 3.0f || want == 3.0f - failed_steps)
+        << "block " << b.id << ": " << want;
+    if (b.pserver == 1)
+      EXPECT_EQ(want, 3.0f - failed_steps) << "restarted from init";
+    for (uint64_t i = b.first_element; i < b.first_element + b.num_elements;
+         i++) {
+      ASSERT_EQ(init[i] - got[i], want) << "element " << i << " of block "
+                                        << b.id << " on pserver " << b.pserver;
     }
   }
 }

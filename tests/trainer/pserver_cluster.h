@@ -14,22 +14,35 @@ namespace fabps::testing {
 
 class PServerCluster {
  public:
-  PServerCluster(std::string provider, int n, std::vector<std::string> extra = {})
-      : provider_(std::move(provider)), extra_(std::move(extra)), procs_(n), ports_(n, 0) {}
+  PServerCluster(std::string provider, int n,
+                 std::vector<std::string> extra = {})
+      : provider_(std::move(provider)),
+        extra_(std::move(extra)),
+        procs_(n),
+        ports_(n, 0) {}
 
   // Starts pserver i (again, after Kill/Stop: same checkpoint dir).
   Status Start(int i) {
     std::string port_file = dir_.File("port-" + std::to_string(i));
     ::unlink(port_file.c_str());
-    std::vector<std::string> argv = {BuiltBinary("pserver/daemon/fabps-pserver"),
-                                     "--provider", provider_,
-                                     "--index", std::to_string(i),
-                                     "--num-pservers", std::to_string(procs_.size()),
-                                     "--port", std::to_string(ports_[i]),
-                                     "--port-file", port_file,
-                                     "--checkpoint-dir", dir_.File("ckpt-" + std::to_string(i)),
-                                     "--save-period", "0",
-                                     "--apply-threads", "2"};
+    std::vector<std::string> argv = {
+        BuiltBinary("pserver/daemon/fabps-pserver"),
+        "--provider",
+        provider_,
+        "--index",
+        std::to_string(i),
+        "--num-pservers",
+        std::to_string(procs_.size()),
+        "--port",
+        std::to_string(ports_[i]),
+        "--port-file",
+        port_file,
+        "--checkpoint-dir",
+        dir_.File("ckpt-" + std::to_string(i)),
+        "--save-period",
+        "0",
+        "--apply-threads",
+        "2"};
     argv.insert(argv.end(), extra_.begin(), extra_.end());
     FABPS_ASSIGN_OR_RETURN(procs_[i], Subprocess::Start(argv, log(i)));
     auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
@@ -40,14 +53,16 @@ class PServerCluster {
         return Status::OK();
       }
       if (!procs_[i].running() || std::chrono::steady_clock::now() > end) {
-        return Status::Unavailable("pserver " + std::to_string(i) +
-                                   " did not start: " + ReadFileOrEmpty(log(i)));
+        return Status::Unavailable(
+            "pserver " + std::to_string(i) +
+            " did not start: " + ReadFileOrEmpty(log(i)));
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
     }
   }
   Status StartAll() {
-    for (size_t i = 0; i < procs_.size(); i++) FABPS_RETURN_IF_ERROR(Start(static_cast<int>(i)));
+    for (size_t i = 0; i < procs_.size(); i++)
+      FABPS_RETURN_IF_ERROR(Start(static_cast<int>(i)));
     return Status::OK();
   }
   std::vector<std::string> addresses() const {
@@ -56,7 +71,9 @@ class PServerCluster {
     return out;
   }
   Subprocess& proc(int i) { return procs_[i]; }
-  std::string log(int i) const { return dir_.File("pserver-" + std::to_string(i) + ".log"); }
+  std::string log(int i) const {
+    return dir_.File("pserver-" + std::to_string(i) + ".log");
+  }
   const TempDir& dir() const { return dir_; }
 
  private:

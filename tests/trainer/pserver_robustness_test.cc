@@ -1,6 +1,7 @@
 // A pserver serves the others whatever one peer does: a trainer killed
 // mid-push, malformed control-plane frames, forged immediate data.
 #include <arpa/inet.h>
+#include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
 #include <unistd.h>
@@ -9,8 +10,6 @@
 #include <random>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "pserver/wire.h"
 #include "tests/trainer/pserver_cluster.h"
@@ -45,15 +44,19 @@ std::unique_ptr<PServerClient> InitZeros(const PServerCluster& c) {
   EXPECT_TRUE(cl.ok()) << cl.status().ToString();
   EXPECT_TRUE((*cl)->BeginInitParams(true).value());
   std::vector<float> zeros(kMany, 0.0f);
-  EXPECT_TRUE((*cl)->InitParam({"many", DType::kFloat32, {3, kBlock + 5}}, zeros.data(),
-                               zeros.size() * 4).ok());
+  EXPECT_TRUE((*cl)
+                  ->InitParam({"many", DType::kFloat32, {3, kBlock + 5}},
+                              zeros.data(), zeros.size() * 4)
+                  .ok());
   EXPECT_TRUE((*cl)->FinishInitParams().ok());
   return std::move(*cl);
 }
 
 std::vector<float> Pull(PServerClient* c) {
   std::vector<float> v(kMany, -12345.0f);
-  EXPECT_TRUE(c->GetParams({{"many", v.data(), v.size() * 4}}, Deadline::InMs(kMs)).ok());
+  EXPECT_TRUE(
+      c->GetParams({{"many", v.data(), v.size() * 4}}, Deadline::InMs(kMs))
+          .ok());
   return v;
 }
 
@@ -61,7 +64,8 @@ std::vector<float> Pull(PServerClient* c) {
 void CheckServesExactly(PServerClient* c) {
   std::vector<float> before = Pull(c);
   std::vector<float> g(kMany, 3.0f);
-  auto h = c->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+  auto h =
+      c->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
   ASSERT_TRUE(h.ok()) << h.status().ToString();
   ASSERT_TRUE(c->Wait(*h, Deadline::InMs(kMs)).ok());
   std::vector<float> after = Pull(c);
@@ -72,14 +76,16 @@ TEST(PServerRobustness, TrainerKilledMidPushLeavesOthersServedAndBlocksWhole) {
   PServerCluster cluster("tcp;ofi_rxm", 2);
   ASSERT_TRUE(cluster.StartAll().ok());
   auto c = InitZeros(cluster);
-  std::vector<std::string> argv = {testing::BuiltBinary("tests/trainer/push_loop"), "tcp;ofi_rxm",
-                                    std::to_string(kBlock)};
+  std::vector<std::string> argv = {
+      testing::BuiltBinary("tests/trainer/push_loop"), "tcp;ofi_rxm",
+      std::to_string(kBlock)};
   for (const auto& a : cluster.addresses()) argv.push_back(a);
-  auto victim = testing::Subprocess::Start(argv, cluster.dir().File("victim.log"));
+  auto victim =
+      testing::Subprocess::Start(argv, cluster.dir().File("victim.log"));
   ASSERT_TRUE(victim.ok());
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
-  while (testing::ReadFileOrEmpty(cluster.dir().File("victim.log")).find("pushing") ==
-         std::string::npos) {
+  while (testing::ReadFileOrEmpty(cluster.dir().File("victim.log"))
+             .find("pushing") == std::string::npos) {
     ASSERT_TRUE(std::chrono::steady_clock::now() < end)
         << testing::ReadFileOrEmpty(cluster.dir().File("victim.log"));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -98,7 +104,8 @@ TEST(PServerRobustness, TrainerKilledMidPushLeavesOthersServedAndBlocksWhole) {
   // are the same whole number.
   for (size_t i = 0; i < kMany; i++) {
     size_t block_start = (i / kBlock) * kBlock;
-    ASSERT_EQ(v[i], v[block_start]) << "element " << i << " differs inside its block";
+    ASSERT_EQ(v[i], v[block_start])
+        << "element " << i << " differs inside its block";
     ASSERT_EQ(v[i], std::floor(v[i]));
     ASSERT_LT(v[i], 0.0f) << "the victim pushed at least once";
   }
@@ -129,7 +136,8 @@ TEST(PServerRobustness, MalformedControlFramesDoNotHurtTheServer) {
   PServerCluster cluster("tcp;ofi_rxm", 1);
   ASSERT_TRUE(cluster.StartAll().ok());
   auto c = InitZeros(cluster);
-  int port = std::stoi(cluster.addresses()[0].substr(cluster.addresses()[0].rfind(':') + 1));
+  int port = std::stoi(
+      cluster.addresses()[0].substr(cluster.addresses()[0].rfind(':') + 1));
   std::mt19937 rng(42);
   int frames = 0;
   // Random garbage of many lengths.
@@ -144,13 +152,15 @@ TEST(PServerRobustness, MalformedControlFramesDoNotHurtTheServer) {
   // A truncated frame: says 100 bytes, sends 10, hangs up.
   SendRaw(port, std::string("\x00\x00\x00\x64", 4) + "0123456789", false);
   // A well-framed call of an unknown method.
-  std::string body = std::string("\x80\x01\x00\x01", 4) + std::string("\x00\x00\x00\x05", 4) +
-                     "Bogus" + std::string("\x00\x00\x00\x01", 4) + std::string(1, '\0');
+  std::string body = std::string("\x80\x01\x00\x01", 4) +
+                     std::string("\x00\x00\x00\x05", 4) + "Bogus" +
+                     std::string("\x00\x00\x00\x01", 4) + std::string(1, '\0');
   uint32_t n = htonl(static_cast<uint32_t>(body.size()));
   SendRaw(port, std::string(reinterpret_cast<char*>(&n), 4) + body, true);
   frames += 3;
   std::printf("sent %d malformed frames\n", frames);
-  ASSERT_TRUE(cluster.proc(0).running()) << testing::ReadFileOrEmpty(cluster.log(0));
+  ASSERT_TRUE(cluster.proc(0).running())
+      << testing::ReadFileOrEmpty(cluster.log(0));
   CheckServesExactly(c.get());
 }
 
@@ -180,34 +190,40 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   hello.credit_region = (*credit_mr)->remote().Serialize();
   hello.provider = "tcp;ofi_rxm";
   ps::Registration reg;
-  ASSERT_TRUE(conn.Call("RegisterTrainer", [&](ps::PServerClient& c) {
-                    c.RegisterTrainer(reg, hello);
-                  }).ok());
+  ASSERT_TRUE(
+      conn.Call("RegisterTrainer",
+                [&](ps::PServerClient& c) { c.RegisterTrainer(reg, hello); })
+          .ok());
   auto peer = (*ep)->AddPeer(reg.fabric_address);
   auto landing = transport::RemoteRegion::Parse(reg.landing_region);
   ASSERT_TRUE(peer.ok() && landing.ok());
   uint32_t me = static_cast<uint32_t>(reg.trainer_index);
   std::vector<std::pair<uint64_t, bool>> forged = {
-      {uint64_t{0x1234}, false},                                  // no tag
-      {pserver::wire::EncodePush({me + 100, 0, 0}), false},       // someone else's index
-      {pserver::wire::EncodePush({me, 250, 0}), true},            // slot out of range
-      {pserver::wire::EncodePush({me, 0, 99999}), true},          // no such block
+      {uint64_t{0x1234}, false},  // no tag
+      {pserver::wire::EncodePush({me + 100, 0, 0}),
+       false},                                          // someone else's index
+      {pserver::wire::EncodePush({me, 250, 0}), true},  // slot out of range
+      {pserver::wire::EncodePush({me, 0, 99999}), true},  // no such block
   };
   int credits_expected = 0;
   for (auto [imm, credited] : forged) {
-    auto w = (*ep)->Write(*peer, **grad_mr, 0, 16, *landing, 0, imm, Deadline::InMs(kMs));
+    auto w = (*ep)->Write(*peer, **grad_mr, 0, 16, *landing, 0, imm,
+                          Deadline::InMs(kMs));
     ASSERT_TRUE(w.ok());
     ASSERT_TRUE(w->Wait(Deadline::InMs(kMs)).ok());
     if (credited) credits_expected++;
   }
   for (int i = 0; i < credits_expected; i++) {
     auto e = (*ep)->WaitImmediate(Deadline::InMs(kMs));
-    ASSERT_TRUE(e.ok()) << "error credit " << i << ": " << e.status().ToString();
+    ASSERT_TRUE(e.ok()) << "error credit " << i << ": "
+                        << e.status().ToString();
     auto cr = pserver::wire::DecodeCredit(e->data);
     EXPECT_EQ(cr.code, Status::Code::kInvalidArgument);
   }
   ps::PsStatus st;
-  ASSERT_TRUE(conn.Call("GetStatus", [&](ps::PServerClient& c) { c.GetStatus(st); }).ok());
+  ASSERT_TRUE(
+      conn.Call("GetStatus", [&](ps::PServerClient& c) { c.GetStatus(st); })
+          .ok());
   EXPECT_EQ(st.gradients_rejected, static_cast<int64_t>(forged.size()));
   EXPECT_EQ(st.gradients_applied, 0);
   CheckServesExactly(good.get());

@@ -33,7 +33,8 @@ int main(int argc, char** argv) {
   for (auto d : (*layout)->params()[*idx].shape) n *= d;
   std::vector<float> g(n, 1.0f);
   for (long i = 0;; i++) {
-    auto h = (*c)->SendGrads({{"many", g.data(), n * sizeof(float)}}, fabps::Deadline::InMs(30000));
+    auto h = (*c)->SendGrads({{"many", g.data(), n * sizeof(float)}},
+                             fabps::Deadline::InMs(30000));
     if (!h.ok()) return 1;
     if (i == 0) {
       if (!(*c)->Wait(*h, fabps::Deadline::InMs(30000)).ok()) return 1;

@@ -1,7 +1,6 @@
 // fabps-doctor as a person runs it: real binary, real providers.
-#include <sys/wait.h>
-
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include "tests/util/subprocess.h"
 
@@ -13,8 +12,9 @@ using testing::TempDir;
 
 TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
   TempDir dir;
-  auto p = Subprocess::Start({testing::BuiltBinary("tools/fabps-doctor"), "-p", "tcp;ofi_rxm"},
-                             dir.File("out"));
+  auto p = Subprocess::Start(
+      {testing::BuiltBinary("tools/fabps-doctor"), "-p", "tcp;ofi_rxm"},
+      dir.File("out"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto st = p->Wait(60000);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -23,13 +23,16 @@ TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
   EXPECT_NE(out.find("tcp;ofi_rxm    works"), std::string::npos) << out;
   EXPECT_NE(out.find("RDMA devices"), std::string::npos) << out;
   EXPECT_NE(out.find("auto picks: "), std::string::npos) << out;
-  EXPECT_NE(out.find("loopback RMA write+read through tcp;ofi_rxm: OK"), std::string::npos) << out;
+  EXPECT_NE(out.find("loopback RMA write+read through tcp;ofi_rxm: OK"),
+            std::string::npos)
+      << out;
 }
 
 TEST(Doctor, UnknownProviderFailsClearly) {
   TempDir dir;
-  auto p = Subprocess::Start({testing::BuiltBinary("tools/fabps-doctor"), "-p", "bogus"},
-                             dir.File("out"));
+  auto p = Subprocess::Start(
+      {testing::BuiltBinary("tools/fabps-doctor"), "-p", "bogus"},
+      dir.File("out"));
   ASSERT_TRUE(p.ok());
   auto st = p->Wait(60000);
   ASSERT_TRUE(st.ok());

@@ -1,12 +1,12 @@
 // Two endpoints on two fabrics in one process, over every provider that
 // works here: messages, RMA, immediate data, many outstanding operations,
 // bounds checks and split transfers.
+#include <gtest/gtest.h>
+
 #include <cstring>
 #include <numeric>
 #include <random>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "tests/transport/provider_params.h"
 #include "transport/fabric.h"
@@ -37,7 +37,8 @@ class EndpointTest : public ::testing::TestWithParam<std::string> {
  protected:
   // Builds two connected endpoints; `b` has a progress thread (it is the
   // passive target); `a` is driven by its own waits with kCaller.
-  bool MakePair(Pair* p, size_t max_transfer = 0, ProgressMode a_mode = ProgressMode::kThread) {
+  bool MakePair(Pair* p, size_t max_transfer = 0,
+                ProgressMode a_mode = ProgressMode::kThread) {
     std::string skip;
     p->fa = testing::OpenOrSkipReason(GetParam(), &skip, max_transfer);
     if (!p->fa) {
@@ -68,7 +69,8 @@ class EndpointTest : public ::testing::TestWithParam<std::string> {
 
 TEST_P(EndpointTest, SendRecvSizes) {
   MAKE_PAIR_OR_SKIP(p, 0, ProgressMode::kCaller);
-  for (size_t n : {size_t{0}, size_t{1}, size_t{7}, size_t{4097}, size_t{1} << 20}) {
+  for (size_t n :
+       {size_t{0}, size_t{1}, size_t{7}, size_t{4097}, size_t{1} << 20}) {
     std::vector<uint8_t> src(n + 1), dst(n + 64, 0xEE);
     Fill(src.data(), src.size(), static_cast<uint32_t>(n));
     auto ms = p.fa->Register(src.data(), src.size());
@@ -99,11 +101,12 @@ TEST_P(EndpointTest, RmaWriteAndReadSizesAndOffsets) {
   struct Case {
     size_t len, local_off, remote_off;
   };
-  for (Case c : {Case{1, 0, 0}, Case{0, 0, 0}, Case{12345, 3, 17}, Case{4096, 1, 4095},
-                 Case{size_t{64} << 20, 0, 64}, Case{size_t{64} << 20, 7, 13}}) {
+  for (Case c :
+       {Case{1, 0, 0}, Case{0, 0, 0}, Case{12345, 3, 17}, Case{4096, 1, 4095},
+        Case{size_t{64} << 20, 0, 64}, Case{size_t{64} << 20, 7, 13}}) {
     std::fill(remote.begin(), remote.end(), 0);
-    auto w = p.a->Write(p.a_to_b, **ml, c.local_off, c.len, rr, c.remote_off, std::nullopt,
-                        Deadline::InMs(kTimeoutMs));
+    auto w = p.a->Write(p.a_to_b, **ml, c.local_off, c.len, rr, c.remote_off,
+                        std::nullopt, Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     Status ws = w->Wait(Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(ws.ok()) << ws.ToString();
@@ -112,15 +115,21 @@ TEST_P(EndpointTest, RmaWriteAndReadSizesAndOffsets) {
     std::vector<uint8_t> back(c.len + 1, 0xAB);
     auto mb = p.fa->Register(back.data(), back.size());
     ASSERT_TRUE(mb.ok());
-    auto r = p.a->Read(p.a_to_b, **mb, 0, c.len, rr, c.remote_off, Deadline::InMs(kTimeoutMs));
+    auto r = p.a->Read(p.a_to_b, **mb, 0, c.len, rr, c.remote_off,
+                       Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     ASSERT_TRUE(r->Wait(Deadline::InMs(kTimeoutMs)).ok());
     EXPECT_EQ(std::memcmp(back.data(), local.data() + c.local_off, c.len), 0)
-        << "len " << c.len << " local_off " << c.local_off << " remote_off " << c.remote_off;
+        << "len " << c.len << " local_off " << c.local_off << " remote_off "
+        << c.remote_off;
     EXPECT_EQ(back[c.len], 0xAB);
-    EXPECT_EQ(std::memcmp(remote.data() + c.remote_off, local.data() + c.local_off, c.len), 0);
-    if (c.remote_off > 0) EXPECT_EQ(remote[c.remote_off - 1], 0) << "wrote before the range";
-    if (c.remote_off + c.len < remote.size()) EXPECT_EQ(remote[c.remote_off + c.len], 0);
+    EXPECT_EQ(std::memcmp(remote.data() + c.remote_off,
+                          local.data() + c.local_off, c.len),
+              0);
+    if (c.remote_off > 0)
+      EXPECT_EQ(remote[c.remote_off - 1], 0) << "wrote before the range";
+    if (c.remote_off + c.len < remote.size())
+      EXPECT_EQ(remote[c.remote_off + c.len], 0);
   }
 }
 
@@ -139,13 +148,15 @@ TEST_P(EndpointTest, ImmediateDataArrivesIntactAndInOrder) {
   std::vector<Completion> pending;
   for (int i = 0; i < kWrites; i++) {
     size_t slot = static_cast<size_t>(i % 8);
-    uint64_t imm = (uint64_t{0xFEED} << 48) | (static_cast<uint64_t>(i) << 8) | slot;
-    auto w = p.a->Write(p.a_to_b, **ml, slot * kSlot, kSlot, (*mr)->remote(), slot * kSlot, imm,
-                        Deadline::InMs(kTimeoutMs));
+    uint64_t imm =
+        (uint64_t{0xFEED} << 48) | (static_cast<uint64_t>(i) << 8) | slot;
+    auto w = p.a->Write(p.a_to_b, **ml, slot * kSlot, kSlot, (*mr)->remote(),
+                        slot * kSlot, imm, Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     pending.push_back(*w);
     if (pending.size() == 8) {
-      for (auto& c : pending) ASSERT_TRUE(c.Wait(Deadline::InMs(kTimeoutMs)).ok());
+      for (auto& c : pending)
+        ASSERT_TRUE(c.Wait(Deadline::InMs(kTimeoutMs)).ok());
       pending.clear();
     }
   }
@@ -153,7 +164,8 @@ TEST_P(EndpointTest, ImmediateDataArrivesIntactAndInOrder) {
   for (int i = 0; i < kWrites; i++) {
     auto e = p.b->WaitImmediate(Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(e.ok()) << "event " << i << ": " << e.status().ToString();
-    uint64_t want = (uint64_t{0xFEED} << 48) | (static_cast<uint64_t>(i) << 8) | (i % 8);
+    uint64_t want =
+        (uint64_t{0xFEED} << 48) | (static_cast<uint64_t>(i) << 8) | (i % 8);
     ASSERT_EQ(e->data, want) << "event " << i;
   }
   EXPECT_FALSE(p.b->PollImmediate().has_value());
@@ -175,7 +187,8 @@ TEST_P(EndpointTest, ImmediateMeansBytesInPlace) {
     auto e = p.b->WaitImmediate(Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(e.ok()) << e.status().ToString();
     EXPECT_EQ(e->data, round);
-    EXPECT_EQ(std::memcmp(remote.data(), local.data(), kLen), 0) << "round " << round;
+    EXPECT_EQ(std::memcmp(remote.data(), local.data(), kLen), 0)
+        << "round " << round;
     ASSERT_TRUE(w->Wait(Deadline::InMs(kTimeoutMs)).ok());
   }
 }
@@ -191,8 +204,8 @@ TEST_P(EndpointTest, ManyOutstandingOperations) {
   ASSERT_TRUE(ml.ok() && mr.ok());
   std::vector<Completion> all;
   for (int i = 0; i < kOps; i++) {
-    auto w = p.a->Write(p.a_to_b, **ml, i * kSlot, kSlot, (*mr)->remote(), i * kSlot,
-                        std::nullopt, Deadline::InMs(kTimeoutMs));
+    auto w = p.a->Write(p.a_to_b, **ml, i * kSlot, kSlot, (*mr)->remote(),
+                        i * kSlot, std::nullopt, Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     all.push_back(*w);
   }
@@ -201,8 +214,8 @@ TEST_P(EndpointTest, ManyOutstandingOperations) {
   auto mb = p.fa->Register(back.data(), back.size());
   std::vector<Completion> reads;
   for (int i = 0; i < kOps; i++) {
-    auto r = p.a->Read(p.a_to_b, **mb, i * kSlot, kSlot, (*mr)->remote(), i * kSlot,
-                       Deadline::InMs(kTimeoutMs));
+    auto r = p.a->Read(p.a_to_b, **mb, i * kSlot, kSlot, (*mr)->remote(),
+                       i * kSlot, Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(r.ok());
     reads.push_back(*r);
   }
@@ -225,7 +238,8 @@ TEST_P(EndpointTest, OutOfBoundsRefusedLocally) {
   auto w5 = p.a->Send(p.a_to_b, **ml, 4096, 1, d);
   for (auto* r : {&w1, &w2, &w3, &w4, &w5}) {
     ASSERT_FALSE(r->ok());
-    EXPECT_EQ(r->status().code(), Status::Code::kInvalidArgument) << r->status().ToString();
+    EXPECT_EQ(r->status().code(), Status::Code::kInvalidArgument)
+        << r->status().ToString();
     EXPECT_NE(r->status().message().find("outside"), std::string::npos);
   }
   auto bad_peer = p.a->Write(999, **ml, 0, 8, rr, 0, std::nullopt, d);
@@ -252,7 +266,8 @@ TEST_P(EndpointTest, LargeTransfersAreSplit) {
   EXPECT_EQ(e->data, 42u);
   EXPECT_EQ(remote, local);
   ASSERT_TRUE(w->Wait(Deadline::InMs(kTimeoutMs)).ok());
-  auto r = p.a->Read(p.a_to_b, **mb, 0, kLen, (*mr)->remote(), 0, Deadline::InMs(kTimeoutMs));
+  auto r = p.a->Read(p.a_to_b, **mb, 0, kLen, (*mr)->remote(), 0,
+                     Deadline::InMs(kTimeoutMs));
   ASSERT_TRUE(r.ok());
   ASSERT_TRUE(r->Wait(Deadline::InMs(kTimeoutMs)).ok());
   EXPECT_EQ(back, local);
@@ -293,7 +308,8 @@ TEST_P(EndpointTest, RemovedPeerIsUnknown) {
   EXPECT_FALSE(p.a->AddPeer(std::string(5000, 'x')).ok());
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, EndpointTest, ::testing::ValuesIn(testing::TestProviders()),
+INSTANTIATE_TEST_SUITE_P(Providers, EndpointTest,
+                         ::testing::ValuesIn(testing::TestProviders()),
                          testing::ProviderTestName);
 
 TEST(Fabric, UnknownProviderListsWorkingOnes) {
@@ -302,8 +318,10 @@ TEST(Fabric, UnknownProviderListsWorkingOnes) {
   auto f = OpenFabric(o);
   ASSERT_FALSE(f.ok());
   EXPECT_EQ(f.status().code(), Status::Code::kInvalidArgument);
-  EXPECT_NE(f.status().message().find("providers that work"), std::string::npos);
-  EXPECT_NE(f.status().message().find("tcp;ofi_rxm"), std::string::npos) << f.status().ToString();
+  EXPECT_NE(f.status().message().find("providers that work"),
+            std::string::npos);
+  EXPECT_NE(f.status().message().find("tcp;ofi_rxm"), std::string::npos)
+      << f.status().ToString();
 }
 
 TEST(Fabric, AutoSaysWhatItChoseAndWhy) {
@@ -326,9 +344,11 @@ TEST(RemoteRegion, RoundTripAndValidation) {
   EXPECT_EQ(back->key, r.key);
   EXPECT_EQ(back->length, r.length);
   std::string bytes = r.Serialize();
-  EXPECT_EQ(RemoteRegion::Parse(bytes.substr(0, 10)).status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(RemoteRegion::Parse(bytes.substr(0, 10)).status().code(),
+            Status::Code::kCorruption);
   bytes[0] ^= 1;
-  EXPECT_EQ(RemoteRegion::Parse(bytes).status().code(), Status::Code::kCorruption);
+  EXPECT_EQ(RemoteRegion::Parse(bytes).status().code(),
+            Status::Code::kCorruption);
   RemoteRegion wrap{UINT64_MAX - 10, 1, 100};
   EXPECT_FALSE(RemoteRegion::Parse(wrap.Serialize()).ok());
 }

@@ -27,9 +27,12 @@ int main(int argc, char** argv) {
   size_t size = size_t{64} << 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     std::string k = argv[i], v = argv[i + 1];
-    if (k == "--provider") provider = v;
-    else if (k == "--out") out = v;
-    else if (k == "--size") size = std::stoull(v);
+    if (k == "--provider")
+      provider = v;
+    else if (k == "--out")
+      out = v;
+    else if (k == "--size")
+      size = std::stoull(v);
     else {
       std::fprintf(stderr, "fabric_peer: unknown flag %s\n", k.c_str());
       return 2;
@@ -45,7 +48,8 @@ int main(int argc, char** argv) {
   if (provider != "shm") o.interface_address = "127.0.0.1";
   auto fabric = fabps::transport::OpenFabric(o);
   if (!fabric.ok()) {
-    std::fprintf(stderr, "fabric_peer: %s\n", fabric.status().ToString().c_str());
+    std::fprintf(stderr, "fabric_peer: %s\n",
+                 fabric.status().ToString().c_str());
     return 1;
   }
   auto ep = (*fabric)->CreateEndpoint(fabps::transport::ProgressMode::kThread);
@@ -60,14 +64,16 @@ int main(int argc, char** argv) {
     return 1;
   }
   std::atomic<uint64_t> imms{0};
-  (*ep)->SetImmediateHandler([&](const fabps::transport::ImmediateEvent&) { imms++; });
+  (*ep)->SetImmediateHandler(
+      [&](const fabps::transport::ImmediateEvent&) { imms++; });
   {
     std::ofstream f(out + ".tmp");
-    f << fabps::HexEncode((*ep)->address()) << " " << fabps::HexEncode((*mr)->remote().Serialize())
-      << "\n";
+    f << fabps::HexEncode((*ep)->address()) << " "
+      << fabps::HexEncode((*mr)->remote().Serialize()) << "\n";
   }
   if (std::rename((out + ".tmp").c_str(), out.c_str()) != 0) return 1;
   while (!g_stop) std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  std::printf("fabric_peer: %llu immediate events\n", static_cast<unsigned long long>(imms.load()));
+  std::printf("fabric_peer: %llu immediate events\n",
+              static_cast<unsigned long long>(imms.load()));
   return 0;
 }

@@ -1,14 +1,13 @@
 // A peer process that dies or stops answering mid-transfer gives the waiter
 // an error within its deadline, never a hang; the endpoint keeps serving
 // other peers afterwards.
+#include <gtest/gtest.h>
 #include <signal.h>
 
 #include <chrono>
 #include <sstream>
 #include <thread>
 #include <vector>
-
-#include <gtest/gtest.h>
 
 #include "base/hex.h"
 #include "tests/transport/provider_params.h"
@@ -27,20 +26,22 @@ struct PeerInfo {
 };
 
 // Starts tests/transport/fabric_peer and reads what it published.
-Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir, const std::string& tag,
-                           Subprocess* proc) {
+Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir,
+                           const std::string& tag, Subprocess* proc) {
   std::string out = dir.File(tag + ".addr");
   FABPS_ASSIGN_OR_RETURN(
-      *proc, Subprocess::Start({fabps::testing::BuiltBinary("tests/transport/fabric_peer"),
-                                "--provider", provider, "--out", out, "--size",
-                                std::to_string(size_t{64} << 20)},
-                               dir.File(tag + ".log")));
+      *proc, Subprocess::Start(
+                 {fabps::testing::BuiltBinary("tests/transport/fabric_peer"),
+                  "--provider", provider, "--out", out, "--size",
+                  std::to_string(size_t{64} << 20)},
+                 dir.File(tag + ".log")));
   auto deadline = Deadline::InMs(20000);
   std::string text;
   while ((text = fabps::testing::ReadFileOrEmpty(out)).empty()) {
     if (deadline.Expired() || !proc->running()) {
-      return Status::Unavailable("fabric_peer did not publish its address: " +
-                                 fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log")));
+      return Status::Unavailable(
+          "fabric_peer did not publish its address: " +
+          fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log")));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
@@ -82,10 +83,11 @@ void RunPeerFailure(const std::string& provider, int sig) {
   ASSERT_TRUE(first.ok());
   ASSERT_TRUE(first->Wait(Deadline::InMs(20000)).ok());
   {
-    auto w0 = (*ep)->Write(*other_id, **mr, 0, 1 << 20, other_info->region, 0, uint64_t{3},
-                           Deadline::InMs(20000));
+    auto w0 = (*ep)->Write(*other_id, **mr, 0, 1 << 20, other_info->region, 0,
+                           uint64_t{3}, Deadline::InMs(20000));
     ASSERT_TRUE(w0.ok()) << w0.status().ToString();
-    ASSERT_TRUE(w0->Wait(Deadline::InMs(20000)).ok()) << "survivor before the failure";
+    ASSERT_TRUE(w0->Wait(Deadline::InMs(20000)).ok())
+        << "survivor before the failure";
   }
 
   ASSERT_TRUE(peer.Signal(sig).ok());
@@ -100,13 +102,16 @@ void RunPeerFailure(const std::string& provider, int sig) {
     } else {
       failure = w->Wait(Deadline::InMs(kDeadlineMs));
     }
-    double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start)
+    double ms = std::chrono::duration<double, std::milli>(
+                    std::chrono::steady_clock::now() - start)
                     .count();
     // Bounded by the deadlines of the post and the wait, plus scheduling.
-    ASSERT_LT(ms, 2 * kDeadlineMs + 2000) << "operation " << i << " outlived its deadline";
+    ASSERT_LT(ms, 2 * kDeadlineMs + 2000)
+        << "operation " << i << " outlived its deadline";
   }
-  EXPECT_FALSE(failure.ok()) << "writes to a " << (sig == SIGKILL ? "killed" : "stopped")
-                             << " peer kept succeeding";
+  EXPECT_FALSE(failure.ok())
+      << "writes to a " << (sig == SIGKILL ? "killed" : "stopped")
+      << " peer kept succeeding";
   std::printf("error seen: %s\n", failure.ToString().c_str());
 
   // The endpoint still serves the other peer once the dead one is dropped.
@@ -125,8 +130,8 @@ void RunPeerFailure(const std::string& provider, int sig) {
     ASSERT_TRUE(id2.ok());
     other_id = *id2;
   }
-  auto w = use->Write(*other_id, **mr, 0, 1 << 20, other_info->region, 0, uint64_t{3},
-                      Deadline::InMs(20000));
+  auto w = use->Write(*other_id, **mr, 0, 1 << 20, other_info->region, 0,
+                      uint64_t{3}, Deadline::InMs(20000));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_TRUE(w->Wait(Deadline::InMs(20000)).ok());
   if (sig == SIGSTOP) peer.Signal(SIGCONT);
@@ -134,13 +139,16 @@ void RunPeerFailure(const std::string& provider, int sig) {
   other.Stop();
 }
 
-TEST_P(PeerDeathTest, KilledPeerGivesErrorWithinDeadline) { RunPeerFailure(GetParam(), SIGKILL); }
+TEST_P(PeerDeathTest, KilledPeerGivesErrorWithinDeadline) {
+  RunPeerFailure(GetParam(), SIGKILL);
+}
 
 TEST_P(PeerDeathTest, StoppedPeerGivesTimeoutWithinDeadline) {
   RunPeerFailure(GetParam(), SIGSTOP);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, PeerDeathTest, ::testing::ValuesIn(testing::TestProviders()),
+INSTANTIATE_TEST_SUITE_P(Providers, PeerDeathTest,
+                         ::testing::ValuesIn(testing::TestProviders()),
                          testing::ProviderTestName);
 
 }  // namespace

@@ -17,15 +17,18 @@ inline std::vector<std::string> TestProviders() {
   return {"tcp;ofi_rxm", "shm", "sockets", "verbs;ofi_rxm"};
 }
 
-inline std::string ProviderTestName(const ::testing::TestParamInfo<std::string>& info) {
+inline std::string ProviderTestName(
+    const ::testing::TestParamInfo<std::string>& info) {
   std::string s;
-  for (char c : info.param) s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
+  for (char c : info.param)
+    s += std::isalnum(static_cast<unsigned char>(c)) ? c : '_';
   return s;
 }
 
 // Opens `provider` on loopback, or returns null with `*skip` set to why it
 // does not work here.
-inline std::unique_ptr<Fabric> OpenOrSkipReason(const std::string& provider, std::string* skip,
+inline std::unique_ptr<Fabric> OpenOrSkipReason(const std::string& provider,
+                                                std::string* skip,
                                                 size_t max_transfer = 0) {
   FabricOptions o;
   o.provider = provider;
@@ -39,9 +42,10 @@ inline std::unique_ptr<Fabric> OpenOrSkipReason(const std::string& provider, std
   return std::move(f.value());
 }
 
-#define FABPS_OPEN_OR_SKIP(var, provider, ...)                                 \
-  std::string var##_skip;                                                      \
-  auto var = ::fabps::transport::testing::OpenOrSkipReason(provider, &var##_skip, ##__VA_ARGS__); \
+#define FABPS_OPEN_OR_SKIP(var, provider, ...)              \
+  std::string var##_skip;                                   \
+  auto var = ::fabps::transport::testing::OpenOrSkipReason( \
+      provider, &var##_skip, ##__VA_ARGS__);                \
   if (!var) GTEST_SKIP() << var##_skip
 
 }  // namespace fabps::transport::testing

@@ -5,8 +5,8 @@
 #include <netinet/in.h>
 #include <signal.h>
 #include <sys/prctl.h>
-#include <sys/syscall.h>
 #include <sys/socket.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -24,18 +24,21 @@ namespace fabps::testing {
 Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
                                      const std::string& log_path,
                                      const std::vector<std::string>& env) {
-  if (argv.empty()) return Status::InvalidArgument("Subprocess::Start: empty argv");
+  if (argv.empty())
+    return Status::InvalidArgument("Subprocess::Start: empty argv");
   std::vector<char*> args;
   for (const auto& a : argv) args.push_back(const_cast<char*>(a.c_str()));
   args.push_back(nullptr);
   int log_fd = -1;
   if (!log_path.empty()) {
-    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
+    log_fd = ::open(log_path.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC,
+                    0644);
     if (log_fd < 0) return PosixError("open " + log_path, errno);
   }
   // PR_SET_PDEATHSIG fires when the forking *thread* ends, so it is only
   // safe when the main thread starts the child.
-  const bool from_main_thread = ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
+  const bool from_main_thread =
+      ::getpid() == static_cast<pid_t>(::syscall(SYS_gettid));
   pid_t pid = ::fork();
   if (pid < 0) {
     int err = errno;
@@ -97,10 +100,12 @@ Status Subprocess::Signal(int sig) {
 
 Result<int> Subprocess::Wait(int timeout_ms) {
   if (pid_ < 0) return Status::FailedPrecondition("no process");
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   while (running()) {
     if (std::chrono::steady_clock::now() >= end) {
-      return Status::TimedOut("pid " + std::to_string(pid_) + " still running after " +
+      return Status::TimedOut("pid " + std::to_string(pid_) +
+                              " still running after " +
                               std::to_string(timeout_ms) + " ms");
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
@@ -150,7 +155,8 @@ TempDir::TempDir() {
   std::vector<char> buf(templ.begin(), templ.end());
   buf.push_back('\0');
   if (::mkdtemp(buf.data()) == nullptr) {
-    std::fprintf(stderr, "mkdtemp %s: %s\n", templ.c_str(), std::strerror(errno));
+    std::fprintf(stderr, "mkdtemp %s: %s\n", templ.c_str(),
+                 std::strerror(errno));
     std::abort();
   }
   path_ = buf.data();

@@ -72,7 +72,8 @@ class TempDir {
 // Reads a whole file; empty string when it cannot be read.
 std::string ReadFileOrEmpty(const std::string& path);
 
-// The path of a binary built by this tree, e.g. BuiltBinary("bench/fabps_fabric_bench").
+// The path of a binary built by this tree, e.g.
+// BuiltBinary("bench/fabps_fabric_bench").
 std::string BuiltBinary(const std::string& relative);
 
 }  // namespace fabps::testing

@@ -92,12 +92,14 @@ std::string Now() {
   return buf;
 }
 
-Result<int> WaitForPortFile(ProcessGroup& group, const std::string& name, const std::string& path,
-                            int timeout_ms) {
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+Result<int> WaitForPortFile(ProcessGroup& group, const std::string& name,
+                            const std::string& path, int timeout_ms) {
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
   for (;;) {
     auto text = ReadWholeFile(path, 64);
-    if (text.ok() && !text->empty() && text->back() == '\n') return std::stoi(*text);
+    if (text.ok() && !text->empty() && text->back() == '\n')
+      return std::stoi(*text);
     group.Reap();
     Child* c = group.Find(name);
     if (c == nullptr || !c->running) {
@@ -105,8 +107,9 @@ Result<int> WaitForPortFile(ProcessGroup& group, const std::string& name, const 
                                  TailOfFile(c ? c->log : "", 20));
     }
     if (std::chrono::steady_clock::now() > end) {
-      return Status::TimedOut(name + " did not start within " + std::to_string(timeout_ms) +
-                              " ms; its log:\n" + TailOfFile(c->log, 20));
+      return Status::TimedOut(name + " did not start within " +
+                              std::to_string(timeout_ms) + " ms; its log:\n" +
+                              TailOfFile(c->log, 20));
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
@@ -144,11 +147,14 @@ class Launcher {
   void ShowProgress(bool final_line);
   void MaybeKill();
   int Finish(bool ok, const std::string& why);
-  std::string Bin(const std::string& rel) const { return f_.bin_dir + "/" + rel; }
+  std::string Bin(const std::string& rel) const {
+    return f_.bin_dir + "/" + rel;
+  }
   // Updates each block sees over the run: one per mini-batch of the 60000
   // training examples, whichever trainer sends it.
   uint64_t DecaySteps() const {
-    return static_cast<uint64_t>(f_.passes) * ((60000 + f_.batch - 1) / f_.batch);
+    return static_cast<uint64_t>(f_.passes) *
+           ((60000 + f_.batch - 1) / f_.batch);
   }
 
   Flags f_;
@@ -179,18 +185,19 @@ Status Launcher::PrepareData() {
     std::string out = f_.data_dir + "/" + split;
     fs::create_directories(out);
     std::string log = f_.run_dir + "/convert-" + split + ".log";
-    FABPS_RETURN_IF_ERROR(group_.Start(std::string("convert-") + split,
-                                       {Bin("tools/fabps-convert-fashion-mnist"), "--split", split,
-                                        "--output-dir", out, "--shards",
-                                        split == std::string("train") ? "8" : "2"},
-                                       log));
+    FABPS_RETURN_IF_ERROR(
+        group_.Start(std::string("convert-") + split,
+                     {Bin("tools/fabps-convert-fashion-mnist"), "--split",
+                      split, "--output-dir", out, "--shards",
+                      split == std::string("train") ? "8" : "2"},
+                     log));
     for (;;) {
       auto done = group_.Reap();
       Child* c = group_.Find(std::string("convert-") + split);
       if (!c->running) {
         if (!WIFEXITED(c->wait_status) || WEXITSTATUS(c->wait_status) != 0) {
-          return Status::IOError(std::string("converting the ") + split + " split failed:\n" +
-                                 TailOfFile(log, 20));
+          return Status::IOError(std::string("converting the ") + split +
+                                 " split failed:\n" + TailOfFile(log, 20));
         }
         break;
       }
@@ -215,14 +222,16 @@ Status Launcher::StartEtcd() {
   FABPS_RETURN_IF_ERROR(group_.Start(
       "etcd",
       {"/usr/bin/etcd", "--name", "fabps", "--data-dir", f_.run_dir + "/etcd",
-       "--listen-client-urls", c, "--advertise-client-urls", c, "--listen-peer-urls", p,
-       "--initial-advertise-peer-urls", p, "--initial-cluster", "fabps=" + p},
+       "--listen-client-urls", c, "--advertise-client-urls", c,
+       "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+       "--initial-cluster", "fabps=" + p},
       f_.run_dir + "/etcd.log"));
   store_spec_ = "etcd:" + c;
   std::this_thread::sleep_for(std::chrono::milliseconds(1500));
   group_.Reap();
   if (!group_.Find("etcd")->running) {
-    return Status::Unavailable("etcd did not start:\n" + TailOfFile(f_.run_dir + "/etcd.log", 20));
+    return Status::Unavailable("etcd did not start:\n" +
+                               TailOfFile(f_.run_dir + "/etcd.log", 20));
   }
   return Status::OK();
 }
@@ -231,11 +240,12 @@ Status Launcher::StartMaster() {
   std::string port_file = f_.run_dir + "/master.port";
   FABPS_RETURN_IF_ERROR(group_.Start(
       "master",
-      {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job, "--port", "0",
-       "--port-file", port_file, "--task-timeout", std::to_string(f_.task_timeout_ms),
-       "--chunks-per-task", "1"},
+      {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job,
+       "--port", "0", "--port-file", port_file, "--task-timeout",
+       std::to_string(f_.task_timeout_ms), "--chunks-per-task", "1"},
       f_.run_dir + "/master.log"));
-  FABPS_ASSIGN_OR_RETURN(master_port_, WaitForPortFile(group_, "master", port_file, 30000));
+  FABPS_ASSIGN_OR_RETURN(master_port_,
+                         WaitForPortFile(group_, "master", port_file, 30000));
   return Status::OK();
 }
 
@@ -248,16 +258,19 @@ Status Launcher::StartPservers() {
     // where it was (until discovery through the store replaces this).
     FABPS_RETURN_IF_ERROR(group_.Start(
         name,
-        {Bin("pserver/daemon/fabps-pserver"), "--index", std::to_string(i), "--num-pservers",
-         std::to_string(f_.pservers), "--provider", f_.provider, "--port", "0", "--port-file",
-         port_file, "--checkpoint-dir", f_.run_dir + "/checkpoints", "--save-period",
+        {Bin("pserver/daemon/fabps-pserver"), "--index", std::to_string(i),
+         "--num-pservers", std::to_string(f_.pservers), "--provider",
+         f_.provider, "--port", "0", "--port-file", port_file,
+         "--checkpoint-dir", f_.run_dir + "/checkpoints", "--save-period",
          std::to_string(f_.save_period), "--apply-threads", "1"},
         f_.run_dir + "/" + name + ".log"));
-    FABPS_ASSIGN_OR_RETURN(pserver_ports_[i], WaitForPortFile(group_, name, port_file, 30000));
+    FABPS_ASSIGN_OR_RETURN(pserver_ports_[i],
+                           WaitForPortFile(group_, name, port_file, 30000));
     // Later restarts keep the port.
     Child* c = group_.Find(name);
     for (size_t a = 0; a + 1 < c->argv.size(); a++) {
-      if (c->argv[a] == "--port") c->argv[a + 1] = std::to_string(pserver_ports_[i]);
+      if (c->argv[a] == "--port")
+        c->argv[a + 1] = std::to_string(pserver_ports_[i]);
     }
   }
   return Status::OK();
@@ -265,29 +278,59 @@ Status Launcher::StartPservers() {
 
 Status Launcher::StartTrainers() {
   std::string pservers;
-  for (int p : pserver_ports_) pservers += (pservers.empty() ? "" : ",") + std::string("127.0.0.1:") + std::to_string(p);
+  for (int p : pserver_ports_)
+    pservers += (pservers.empty() ? "" : ",") + std::string("127.0.0.1:") +
+                std::to_string(p);
   views_.assign(f_.trainers, TrainerView{});
   for (int t = 0; t < f_.trainers; t++) {
     std::string name = "trainer-" + std::to_string(t);
     std::string metrics = f_.run_dir + "/" + name + ".metrics";
-    FABPS_RETURN_IF_ERROR(group_.Start(
-        name,
-        {Bin("examples/fashion_mnist/fabps-fashion-mnist-trainer"), "--master",
-         "127.0.0.1:" + std::to_string(master_port_), "--pservers", pservers, "--provider",
-         f_.provider, "--trainer-id", std::to_string(t), "--dataset",
-         f_.data_dir + "/train/*", "--test-data", f_.data_dir + "/test/*", "--passes",
-         std::to_string(f_.passes), "--batch", std::to_string(f_.batch), "--rule", f_.rule, "--lr",
-         std::to_string(f_.lr), "--lr-final", std::to_string(f_.lr_final), "--lr-decay-steps",
-         std::to_string(DecaySteps()), "--seed", std::to_string(f_.seed), "--store", store_spec_,
-         "--job", f_.job, "--metrics-file", metrics, "--timeout-ms", "10000"},
-        f_.run_dir + "/" + name + ".log"));
+    FABPS_RETURN_IF_ERROR(
+        group_.Start(name,
+                     {Bin("examples/fashion_mnist/fabps-fashion-mnist-trainer"),
+                      "--master",
+                      "127.0.0.1:" + std::to_string(master_port_),
+                      "--pservers",
+                      pservers,
+                      "--provider",
+                      f_.provider,
+                      "--trainer-id",
+                      std::to_string(t),
+                      "--dataset",
+                      f_.data_dir + "/train/*",
+                      "--test-data",
+                      f_.data_dir + "/test/*",
+                      "--passes",
+                      std::to_string(f_.passes),
+                      "--batch",
+                      std::to_string(f_.batch),
+                      "--rule",
+                      f_.rule,
+                      "--lr",
+                      std::to_string(f_.lr),
+                      "--lr-final",
+                      std::to_string(f_.lr_final),
+                      "--lr-decay-steps",
+                      std::to_string(DecaySteps()),
+                      "--seed",
+                      std::to_string(f_.seed),
+                      "--store",
+                      store_spec_,
+                      "--job",
+                      f_.job,
+                      "--metrics-file",
+                      metrics,
+                      "--timeout-ms",
+                      "10000"},
+                     f_.run_dir + "/" + name + ".log"));
   }
   return Status::OK();
 }
 
 void Launcher::ReadMetrics() {
   for (int t = 0; t < f_.trainers; t++) {
-    std::string path = f_.run_dir + "/trainer-" + std::to_string(t) + ".metrics";
+    std::string path =
+        f_.run_dir + "/trainer-" + std::to_string(t) + ".metrics";
     std::ifstream in(path);
     if (!in) continue;
     in.seekg(static_cast<std::streamoff>(views_[t].offset));
@@ -310,7 +353,8 @@ void Launcher::ReadMetrics() {
           r.accuracy = j["test_accuracy"].get<double>();
           r.seconds = j.value("seconds", r.seconds);
         }
-        if (j.contains("loss") && j["loss"].is_number()) r.loss = j["loss"].get<double>();
+        if (j.contains("loss") && j["loss"].is_number())
+          r.loss = j["loss"].get<double>();
       }
     }
   }
@@ -343,14 +387,17 @@ void Launcher::ShowProgress(bool final_line) {
     ro.send_timeout_ms = 1000;
     rpc::RpcConnection<rpc::pserver::PServerClient> conn(ro);
     rpc::pserver::PsStatus st;
-    if (conn.Call("GetStatus", [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); }).ok()) {
+    if (conn.Call("GetStatus",
+                  [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); })
+            .ok()) {
       applied += st.gradients_applied;
       provider_seen_ = st.provider;
     }
   }
   double dt = std::chrono::duration<double>(now - last_rate_).count();
   if (dt >= 1.0) {
-    updates_per_sec_ = applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
+    updates_per_sec_ =
+        applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
     last_updates_ = applied;
     last_rate_ = now;
   }
@@ -371,15 +418,20 @@ void Launcher::ShowProgress(bool final_line) {
   bar += std::string(width - filled, '.');
   std::string acc;
   for (auto& [p, r] : passes_) {
-    if (!std::isnan(r.accuracy)) acc = " | acc(pass " + std::to_string(p + 1) + ") " + std::to_string(r.accuracy).substr(0, 5);
+    if (!std::isnan(r.accuracy))
+      acc = " | acc(pass " + std::to_string(p + 1) + ") " +
+            std::to_string(r.accuracy).substr(0, 5);
   }
   char line[512];
   std::snprintf(line, sizeof(line),
-                "pass %lld/%d [%s] %lld/%lld tasks | %.0f samples/s | loss %.3f | %.0f updates/s%s",
-                static_cast<long long>(std::min<int64_t>(master_status_.pass + 1, f_.passes)),
-                f_.passes, bar.c_str(),
-                static_cast<long long>(done), static_cast<long long>(total), sps,
-                with_loss ? loss / with_loss : NAN, updates_per_sec_, acc.c_str());
+                "pass %lld/%d [%s] %lld/%lld tasks | %.0f samples/s | loss "
+                "%.3f | %.0f updates/s%s",
+                static_cast<long long>(
+                    std::min<int64_t>(master_status_.pass + 1, f_.passes)),
+                f_.passes, bar.c_str(), static_cast<long long>(done),
+                static_cast<long long>(total), sps,
+                with_loss ? loss / with_loss : NAN, updates_per_sec_,
+                acc.c_str());
   if (tty_) {
     std::printf("\r\033[K%s", line);
     if (final_line) std::printf("\n");
@@ -405,10 +457,12 @@ void Launcher::MaybeKill() {
   next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
   std::vector<std::string> victims;
   if (f_.kill_target != "pserver") {
-    for (int t = 0; t < f_.trainers; t++) victims.push_back("trainer-" + std::to_string(t));
+    for (int t = 0; t < f_.trainers; t++)
+      victims.push_back("trainer-" + std::to_string(t));
   }
   if (f_.kill_target != "trainer") {
-    for (int p = 0; p < f_.pservers; p++) victims.push_back("pserver-" + std::to_string(p));
+    for (int p = 0; p < f_.pservers; p++)
+      victims.push_back("pserver-" + std::to_string(p));
   }
   std::string v = victims[rng_() % victims.size()];
   Child* c = group_.Find(v);
@@ -425,20 +479,28 @@ void Launcher::MaybeKill() {
 
 int Launcher::Finish(bool ok, const std::string& why) {
   group_.StopAll(15000);  // pservers checkpoint on SIGTERM
-  double secs = std::chrono::duration<double>(std::chrono::steady_clock::now() - start_).count();
-  std::printf("\n== fabps job %s in %.1f s ==\n", ok ? "finished" : "FAILED", secs);
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
+          .count();
+  std::printf("\n== fabps job %s in %.1f s ==\n", ok ? "finished" : "FAILED",
+              secs);
   if (!why.empty()) std::printf("%s\n", why.c_str());
-  std::printf("provider: %s | %d pservers, %d trainers | store: %s\n",
-              provider_seen_.empty() ? f_.provider.c_str() : provider_seen_.c_str(), f_.pservers,
-              f_.trainers, store_spec_.c_str());
+  std::printf(
+      "provider: %s | %d pservers, %d trainers | store: %s\n",
+      provider_seen_.empty() ? f_.provider.c_str() : provider_seen_.c_str(),
+      f_.pservers, f_.trainers, store_spec_.c_str());
   if (!passes_.empty()) {
-    std::printf("%-6s %-10s %-14s %s\n", "pass", "loss", "test accuracy", "seconds");
+    std::printf("%-6s %-10s %-14s %s\n", "pass", "loss", "test accuracy",
+                "seconds");
     for (auto& [p, r] : passes_) {
-      std::printf("%-6d %-10.4f %-14.4f %.1f\n", p + 1, r.loss, r.accuracy, r.seconds);
+      std::printf("%-6d %-10.4f %-14.4f %.1f\n", p + 1, r.loss, r.accuracy,
+                  r.seconds);
     }
   }
-  for (const auto& k : kill_log_) std::printf("fault injected: %s\n", k.c_str());
-  std::printf("run directory: %s (logs: *.log, metrics: trainer-*.metrics)\n", f_.run_dir.c_str());
+  for (const auto& k : kill_log_)
+    std::printf("fault injected: %s\n", k.c_str());
+  std::printf("run directory: %s (logs: *.log, metrics: trainer-*.metrics)\n",
+              f_.run_dir.c_str());
   std::printf("checkpoints:   %s/checkpoints\n", f_.run_dir.c_str());
   std::fflush(stdout);
   return ok ? 0 : 1;
@@ -448,8 +510,11 @@ int Launcher::Run() {
   start_ = last_rate_ = last_line_ = std::chrono::steady_clock::now();
   next_kill_ = start_ + std::chrono::seconds(f_.kill_every_s);
   fs::create_directories(f_.run_dir);
-  std::printf("fabps-launch: %d pservers, %d trainers, provider %s, %d passes; run dir %s\n",
-              f_.pservers, f_.trainers, f_.provider.c_str(), f_.passes, f_.run_dir.c_str());
+  std::printf(
+      "fabps-launch: %d pservers, %d trainers, provider %s, %d passes; run dir "
+      "%s\n",
+      f_.pservers, f_.trainers, f_.provider.c_str(), f_.passes,
+      f_.run_dir.c_str());
   Status s = PrepareData();
   if (s.ok()) s = StartEtcd();
   if (s.ok()) s = StartMaster();
@@ -464,18 +529,20 @@ int Launcher::Run() {
     }
     for (const auto& name : group_.Reap()) {
       Child* c = group_.Find(name);
-      bool clean = WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 0;
+      bool clean =
+          WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 0;
       if (name.rfind("trainer-", 0) == 0 && clean) {
         finished[std::stoi(name.substr(8))] = true;
         continue;
       }
       if (c->killed_on_purpose) continue;
-      std::string how = WIFEXITED(c->wait_status)
-                            ? "exit code " + std::to_string(WEXITSTATUS(c->wait_status))
-                            : "signal " + std::to_string(WTERMSIG(c->wait_status));
+      std::string how =
+          WIFEXITED(c->wait_status)
+              ? "exit code " + std::to_string(WEXITSTATUS(c->wait_status))
+              : "signal " + std::to_string(WTERMSIG(c->wait_status));
       ShowProgress(true);
-      return Finish(false, name + " failed (" + how + "); last lines of " + c->log + ":\n" +
-                               TailOfFile(c->log, 25));
+      return Finish(false, name + " failed (" + how + "); last lines of " +
+                               c->log + ":\n" + TailOfFile(c->log, 25));
     }
     ReadMetrics();
     ShowProgress(false);
@@ -495,29 +562,49 @@ int Launcher::Run() {
 
 int main(int argc, char** argv) {
   fabps::launch::Flags f;
-  CLI::App app("fabps-launch: a local fabps training job (Fashion-MNIST) from one command");
-  app.add_option("--pservers", f.pservers, "parameter servers")->check(CLI::Range(1, 64));
-  app.add_option("--trainers", f.trainers, "trainers")->check(CLI::Range(1, 64));
-  app.add_option("--provider", f.provider, "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
-  app.add_option("--passes", f.passes, "passes over the training set")->check(CLI::Range(1, 1000));
-  app.add_option("--batch", f.batch, "mini-batch size")->check(CLI::Range(1, 65536));
-  app.add_option("--rule", f.rule, "update rule")->check(CLI::IsMember({"sgd", "momentum", "adam"}));
+  CLI::App app(
+      "fabps-launch: a local fabps training job (Fashion-MNIST) from one "
+      "command");
+  app.add_option("--pservers", f.pservers, "parameter servers")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--trainers", f.trainers, "trainers")
+      ->check(CLI::Range(1, 64));
+  app.add_option("--provider", f.provider,
+                 "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
+  app.add_option("--passes", f.passes, "passes over the training set")
+      ->check(CLI::Range(1, 1000));
+  app.add_option("--batch", f.batch, "mini-batch size")
+      ->check(CLI::Range(1, 65536));
+  app.add_option("--rule", f.rule, "update rule")
+      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
   app.add_option("--lr", f.lr, "learning rate")->check(CLI::Range(1e-9, 10.0));
-  app.add_option("--lr-final", f.lr_final, "learning rate at the end (linear decay)")
+  app.add_option("--lr-final", f.lr_final,
+                 "learning rate at the end (linear decay)")
       ->check(CLI::Range(0.0, 10.0));
-  app.add_option("--run-dir", f.run_dir, "where logs, metrics and checkpoints go (default runs/<time>)");
-  app.add_option("--data-dir", f.data_dir, "converted dataset cache (default ~/.cache/fabps/fashion-mnist)");
-  app.add_option("--bin-dir", f.bin_dir, "build tree with the fabps binaries (default: this one's)");
-  app.add_option("--etcd", f.etcd, "etcd endpoints (http://host:port,...) instead of the local store");
+  app.add_option(
+      "--run-dir", f.run_dir,
+      "where logs, metrics and checkpoints go (default runs/<time>)");
+  app.add_option(
+      "--data-dir", f.data_dir,
+      "converted dataset cache (default ~/.cache/fabps/fashion-mnist)");
+  app.add_option("--bin-dir", f.bin_dir,
+                 "build tree with the fabps binaries (default: this one's)");
+  app.add_option(
+      "--etcd", f.etcd,
+      "etcd endpoints (http://host:port,...) instead of the local store");
   app.add_flag("--start-etcd", f.start_etcd, "run a local etcd for this job");
-  app.add_option("--kill-random", f.kill_random, "kill -9 and restart a random trainer or pserver N times")
+  app.add_option("--kill-random", f.kill_random,
+                 "kill -9 and restart a random trainer or pserver N times")
       ->check(CLI::Range(0, 1000));
-  app.add_option("--kill-every", f.kill_every_s, "seconds between kills")->check(CLI::Range(1, 3600));
+  app.add_option("--kill-every", f.kill_every_s, "seconds between kills")
+      ->check(CLI::Range(1, 3600));
   app.add_option("--kill-target", f.kill_target, "what --kill-random may kill")
       ->check(CLI::IsMember({"any", "trainer", "pserver"}));
-  app.add_option("--task-timeout", f.task_timeout_ms, "master: ms before a pending task is handed out again")
+  app.add_option("--task-timeout", f.task_timeout_ms,
+                 "master: ms before a pending task is handed out again")
       ->check(CLI::Range(100, 3600000));
-  app.add_option("--save-period", f.save_period, "pserver checkpoint period, seconds")
+  app.add_option("--save-period", f.save_period,
+                 "pserver checkpoint period, seconds")
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
@@ -526,10 +613,15 @@ int main(int argc, char** argv) {
   f.run_dir = fs::absolute(f.run_dir).string();
   if (f.data_dir.empty()) {
     const char* home = std::getenv("HOME");
-    f.data_dir = std::string(home ? home : "/tmp") + "/.cache/fabps/fashion-mnist";
+    f.data_dir =
+        std::string(home ? home : "/tmp") + "/.cache/fabps/fashion-mnist";
   }
   if (f.bin_dir.empty()) {
-    f.bin_dir = fs::canonical("/proc/self/exe").parent_path().parent_path().parent_path().string();
+    f.bin_dir = fs::canonical("/proc/self/exe")
+                    .parent_path()
+                    .parent_path()
+                    .parent_path()
+                    .string();
   }
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
   signal(SIGINT, fabps::launch::OnSignal);

@@ -15,7 +15,8 @@
 
 namespace fabps::launch {
 
-Status ProcessGroup::Start(const std::string& name, const std::vector<std::string>& argv,
+Status ProcessGroup::Start(const std::string& name,
+                           const std::vector<std::string>& argv,
                            const std::string& log) {
   if (argv.empty()) return Status::InvalidArgument("empty command for " + name);
   int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0644);
@@ -95,7 +96,8 @@ void ProcessGroup::Stop(const std::string& name, int grace_ms) {
   if (c == nullptr || !c->running) return;
   c->killed_on_purpose = true;
   ::kill(c->pid, SIGTERM);
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   while (std::chrono::steady_clock::now() < end) {
     if (::waitpid(c->pid, &c->wait_status, WNOHANG) == c->pid) {
       c->running = false;
@@ -113,7 +115,8 @@ void ProcessGroup::StopAll(int grace_ms) {
       ::kill(c.pid, SIGTERM);
     }
   }
-  auto end = std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
+  auto end =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(grace_ms);
   for (auto& [name, c] : children_) {
     while (c.running && std::chrono::steady_clock::now() < end) {
       if (::waitpid(c.pid, &c.wait_status, WNOHANG) == c.pid) {

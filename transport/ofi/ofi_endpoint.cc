@@ -33,11 +33,11 @@ constexpr size_t kMaxAddressBytes = 1024;
 constexpr int kCqBatch = 32;
 }  // namespace
 
-OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode) : fabric_(fabric), mode_(mode) {}
+OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode)
+    : fabric_(fabric), mode_(mode) {}
 
-Result<std::unique_ptr<Endpoint>> OfiEndpoint::Create(OfiFabric* fabric,
-                                                      const FabricOptions& options,
-                                                      ProgressMode mode) {
+Result<std::unique_ptr<Endpoint>> OfiEndpoint::Create(
+    OfiFabric* fabric, const FabricOptions& options, ProgressMode mode) {
   std::unique_ptr<OfiEndpoint> ep(new OfiEndpoint(fabric, mode));
   FABPS_RETURN_IF_ERROR(ep->Open(options));
   return std::unique_ptr<Endpoint>(std::move(ep));
@@ -95,15 +95,17 @@ OfiEndpoint::~OfiEndpoint() {
   std::lock_guard<std::mutex> l(ops_mu_);
   for (auto& [raw, op] : inflight_) {
     op->driver.store(nullptr);
-    while (!op->done.load()) op->PartDone(Status::Cancelled("endpoint closed"), 0);
+    while (!op->done.load())
+      op->PartDone(Status::Cancelled("endpoint closed"), 0);
   }
   inflight_.clear();
 }
 
 Result<PeerId> OfiEndpoint::AddPeer(const std::string& address) {
   if (address.empty() || address.size() > kMaxAddressBytes) {
-    return Status::InvalidArgument("peer address of " + std::to_string(address.size()) +
-                                   " bytes (expected 1.." + std::to_string(kMaxAddressBytes) + ")");
+    return Status::InvalidArgument(
+        "peer address of " + std::to_string(address.size()) +
+        " bytes (expected 1.." + std::to_string(kMaxAddressBytes) + ")");
   }
   std::lock_guard<std::mutex> l(peers_mu_);
   auto it = peer_by_address_.find(address);
@@ -120,7 +122,8 @@ Result<PeerId> OfiEndpoint::AddPeer(const std::string& address) {
 Status OfiEndpoint::RemovePeer(PeerId peer) {
   std::lock_guard<std::mutex> l(peers_mu_);
   auto it = peers_.find(peer);
-  if (it == peers_.end()) return Status::NotFound("peer " + std::to_string(peer));
+  if (it == peers_.end())
+    return Status::NotFound("peer " + std::to_string(peer));
   fi_addr_t fa = it->second;
   peers_.erase(it);
   for (auto a = peer_by_address_.begin(); a != peer_by_address_.end(); ++a) {
@@ -137,7 +140,8 @@ Status OfiEndpoint::RemovePeer(PeerId peer) {
 Result<fi_addr_t> OfiEndpoint::PeerAddress(PeerId peer) {
   std::lock_guard<std::mutex> l(peers_mu_);
   auto it = peers_.find(peer);
-  if (it == peers_.end()) return Status::NotFound("unknown peer " + std::to_string(peer));
+  if (it == peers_.end())
+    return Status::NotFound("unknown peer " + std::to_string(peer));
   return it->second;
 }
 
@@ -158,45 +162,58 @@ void OfiEndpoint::Finish(Op* op) {
   inflight_.erase(op);
 }
 
-Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf, size_t len,
-                             void* desc, uint64_t remote_addr, uint64_t key,
+Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest,
+                             void* buf, size_t len, void* desc,
+                             uint64_t remote_addr, uint64_t key,
                              const uint64_t* immediate, Deadline deadline) {
   void* ctx = &op->ctx[part];
   for (;;) {
     ssize_t ret = 0;
     switch (kind) {
-      case Kind::kSend: ret = fi_send(ep_, buf, len, desc, dest, ctx); break;
-      case Kind::kRecv: ret = fi_recv(ep_, buf, len, desc, FI_ADDR_UNSPEC, ctx); break;
-      case Kind::kWrite:
-        ret = immediate ? fi_writedata(ep_, buf, len, desc, *immediate, dest, remote_addr, key, ctx)
-                        : fi_write(ep_, buf, len, desc, dest, remote_addr, key, ctx);
+      case Kind::kSend:
+        ret = fi_send(ep_, buf, len, desc, dest, ctx);
         break;
-      case Kind::kRead: ret = fi_read(ep_, buf, len, desc, dest, remote_addr, key, ctx); break;
+      case Kind::kRecv:
+        ret = fi_recv(ep_, buf, len, desc, FI_ADDR_UNSPEC, ctx);
+        break;
+      case Kind::kWrite:
+        ret = immediate
+                  ? fi_writedata(ep_, buf, len, desc, *immediate, dest,
+                                 remote_addr, key, ctx)
+                  : fi_write(ep_, buf, len, desc, dest, remote_addr, key, ctx);
+        break;
+      case Kind::kRead:
+        ret = fi_read(ep_, buf, len, desc, dest, remote_addr, key, ctx);
+        break;
     }
     if (ret == 0) return Status::OK();
     if (ret != -FI_EAGAIN) return FiError("post", static_cast<int>(ret));
     // The provider is busy (connection being set up, queue full): drive
     // progress so it can drain, and try again until the deadline.
-    if (deadline.Expired()) return Status::TimedOut("post: provider busy until the deadline");
+    if (deadline.Expired())
+      return Status::TimedOut("post: provider busy until the deadline");
     auto r = Progress();
     if (!r.ok()) return r.status();
     if (r.value() == 0) sched_yield();
   }
 }
 
-Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region, size_t offset,
-                                     size_t len, Deadline deadline) {
+Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region,
+                                     size_t offset, size_t len,
+                                     Deadline deadline) {
   if (offset > region.size() || len > region.size() - offset) {
     return Status::InvalidArgument("send: [" + std::to_string(offset) + ", +" +
-                                   std::to_string(len) + ") outside the registered region of " +
+                                   std::to_string(len) +
+                                   ") outside the registered region of " +
                                    std::to_string(region.size()) + " bytes");
   }
-  if (len > fabric_->max_message_size()) return Status::InvalidArgument("send: message too long");
+  if (len > fabric_->max_message_size())
+    return Status::InvalidArgument("send: message too long");
   FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
   auto op = NewOp(1);
   char* buf = static_cast<char*>(region.data()) + offset;
-  Status s = PostPart(Kind::kSend, op.get(), 0, dest, buf, len, LocalDescriptor(region), 0, 0,
-                      nullptr, deadline);
+  Status s = PostPart(Kind::kSend, op.get(), 0, dest, buf, len,
+                      LocalDescriptor(region), 0, 0, nullptr, deadline);
   if (!s.ok()) {
     Finish(op.get());
     return s.WithContext("send to peer " + std::to_string(peer));
@@ -204,17 +221,18 @@ Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region, si
   return Completion(op);
 }
 
-Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset, size_t len,
-                                     Deadline deadline) {
+Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset,
+                                     size_t len, Deadline deadline) {
   if (offset > region.size() || len > region.size() - offset) {
     return Status::InvalidArgument("recv: [" + std::to_string(offset) + ", +" +
-                                   std::to_string(len) + ") outside the registered region of " +
+                                   std::to_string(len) +
+                                   ") outside the registered region of " +
                                    std::to_string(region.size()) + " bytes");
   }
   auto op = NewOp(1);
   char* buf = static_cast<char*>(region.data()) + offset;
-  Status s = PostPart(Kind::kRecv, op.get(), 0, FI_ADDR_UNSPEC, buf, len, LocalDescriptor(region),
-                      0, 0, nullptr, deadline);
+  Status s = PostPart(Kind::kRecv, op.get(), 0, FI_ADDR_UNSPEC, buf, len,
+                      LocalDescriptor(region), 0, 0, nullptr, deadline);
   if (!s.ok()) {
     Finish(op.get());
     return s.WithContext("recv");
@@ -222,36 +240,43 @@ Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset, 
   return Completion(op);
 }
 
-Result<Completion> OfiEndpoint::Write(PeerId peer, const MemoryRegion& region, size_t offset,
-                                      size_t len, const RemoteRegion& remote,
-                                      uint64_t remote_offset, std::optional<uint64_t> immediate,
+Result<Completion> OfiEndpoint::Write(PeerId peer, const MemoryRegion& region,
+                                      size_t offset, size_t len,
+                                      const RemoteRegion& remote,
+                                      uint64_t remote_offset,
+                                      std::optional<uint64_t> immediate,
                                       Deadline deadline) {
-  return Rma(Kind::kWrite, peer, region, offset, len, remote, remote_offset, immediate, deadline);
+  return Rma(Kind::kWrite, peer, region, offset, len, remote, remote_offset,
+             immediate, deadline);
 }
 
-Result<Completion> OfiEndpoint::Read(PeerId peer, const MemoryRegion& region, size_t offset,
-                                     size_t len, const RemoteRegion& remote,
-                                     uint64_t remote_offset, Deadline deadline) {
-  return Rma(Kind::kRead, peer, region, offset, len, remote, remote_offset, std::nullopt,
-             deadline);
+Result<Completion> OfiEndpoint::Read(PeerId peer, const MemoryRegion& region,
+                                     size_t offset, size_t len,
+                                     const RemoteRegion& remote,
+                                     uint64_t remote_offset,
+                                     Deadline deadline) {
+  return Rma(Kind::kRead, peer, region, offset, len, remote, remote_offset,
+             std::nullopt, deadline);
 }
 
-Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer, const MemoryRegion& region,
-                                    size_t offset, size_t len, const RemoteRegion& remote,
-                                    uint64_t remote_offset, std::optional<uint64_t> immediate,
+Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
+                                    const MemoryRegion& region, size_t offset,
+                                    size_t len, const RemoteRegion& remote,
+                                    uint64_t remote_offset,
+                                    std::optional<uint64_t> immediate,
                                     Deadline deadline) {
   const char* what = kind == Kind::kWrite ? "rma write" : "rma read";
   if (offset > region.size() || len > region.size() - offset) {
-    return Status::InvalidArgument(std::string(what) + ": local [" + std::to_string(offset) +
-                                   ", +" + std::to_string(len) +
-                                   ") outside the registered region of " +
-                                   std::to_string(region.size()) + " bytes");
+    return Status::InvalidArgument(
+        std::string(what) + ": local [" + std::to_string(offset) + ", +" +
+        std::to_string(len) + ") outside the registered region of " +
+        std::to_string(region.size()) + " bytes");
   }
   if (remote_offset > remote.length || len > remote.length - remote_offset) {
-    return Status::InvalidArgument(std::string(what) + ": remote [" +
-                                   std::to_string(remote_offset) + ", +" + std::to_string(len) +
-                                   ") outside the remote region of " +
-                                   std::to_string(remote.length) + " bytes");
+    return Status::InvalidArgument(
+        std::string(what) + ": remote [" + std::to_string(remote_offset) +
+        ", +" + std::to_string(len) + ") outside the remote region of " +
+        std::to_string(remote.length) + " bytes");
   }
   FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
   const size_t limit = transfer_limit_ == 0 ? len : transfer_limit_;
@@ -273,11 +298,13 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer, const MemoryRegion& 
         if (!r.ok()) break;
       }
     }
-    Status s = PostPart(kind, op.get(), i, dest, base + off, n, desc,
-                        remote.base + remote_offset + off, remote.key, imm, deadline);
+    Status s =
+        PostPart(kind, op.get(), i, dest, base + off, n, desc,
+                 remote.base + remote_offset + off, remote.key, imm, deadline);
     if (!s.ok()) {
       // Parts already posted complete on their own; the rest fail now.
-      Status err = s.WithContext(std::string(what) + " to peer " + std::to_string(peer));
+      Status err =
+          s.WithContext(std::string(what) + " to peer " + std::to_string(peer));
       for (int j = i; j < parts; j++) {
         if (op->PartDone(err, 0)) Finish(op.get());
       }
@@ -290,7 +317,9 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer, const MemoryRegion& 
 
 void OfiEndpoint::SetImmediateHandler(ImmediateHandler handler) {
   std::lock_guard<std::mutex> l(imm_mu_);
-  imm_handler_ = handler ? std::make_shared<ImmediateHandler>(std::move(handler)) : nullptr;
+  imm_handler_ = handler
+                     ? std::make_shared<ImmediateHandler>(std::move(handler))
+                     : nullptr;
 }
 
 std::optional<ImmediateEvent> OfiEndpoint::PollImmediate() {
@@ -305,7 +334,8 @@ Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
   uint64_t idle = 0;
   for (;;) {
     if (auto e = PollImmediate()) return *e;
-    if (deadline.Expired()) return Status::TimedOut("no immediate data by the deadline");
+    if (deadline.Expired())
+      return Status::TimedOut("no immediate data by the deadline");
     auto r = Progress();
     if (!r.ok()) return r.status();
     if (r.value() > 0) {
@@ -324,7 +354,8 @@ Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
 
 Result<size_t> OfiEndpoint::Progress() {
   std::unique_lock<std::mutex> cq_lock(cq_mu_, std::try_to_lock);
-  if (!cq_lock.owns_lock()) return size_t{0};  // another thread is reading the CQ
+  if (!cq_lock.owns_lock())
+    return size_t{0};  // another thread is reading the CQ
   fi_cq_data_entry entries[kCqBatch];
   ssize_t n = fi_cq_read(cq_, entries, kCqBatch);
   if (n == -FI_EAGAIN) return size_t{0};
@@ -333,14 +364,18 @@ Result<size_t> OfiEndpoint::Progress() {
     ssize_t r = fi_cq_readerr(cq_, &err, 0);
     if (r < 0) return size_t{0};
     char buf[256];
-    const char* detail = fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof(buf));
-    Status s = FiError(std::string("completion error (") + (detail ? detail : "") + ")", err.err);
+    const char* detail =
+        fi_cq_strerror(cq_, err.prov_errno, err.err_data, buf, sizeof(buf));
+    Status s = FiError(
+        std::string("completion error (") + (detail ? detail : "") + ")",
+        err.err);
     if (err.op_context != nullptr) {
       auto* pc = static_cast<PartContext*>(err.op_context);
       auto* op = static_cast<Op*>(pc->op);
       if (op->PartDone(s, 0)) Finish(op);
     } else {
-      FABPS_LOG(WARNING) << "completion error without context: " << s.ToString();
+      FABPS_LOG(WARNING) << "completion error without context: "
+                         << s.ToString();
     }
     return size_t{1};
   }
@@ -348,7 +383,8 @@ Result<size_t> OfiEndpoint::Progress() {
   std::shared_ptr<ImmediateHandler> handler;
   for (ssize_t i = 0; i < n; i++) {
     const fi_cq_data_entry& e = entries[i];
-    if ((e.flags & FI_REMOTE_CQ_DATA) != 0 && (e.flags & FI_REMOTE_WRITE) != 0) {
+    if ((e.flags & FI_REMOTE_CQ_DATA) != 0 &&
+        (e.flags & FI_REMOTE_WRITE) != 0) {
       ImmediateEvent ev{e.data};
       {
         std::lock_guard<std::mutex> l(imm_mu_);

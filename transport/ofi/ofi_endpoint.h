@@ -30,23 +30,27 @@ void* LocalDescriptor(const MemoryRegion& region);
 
 class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
  public:
-  static Result<std::unique_ptr<Endpoint>> Create(OfiFabric* fabric, const FabricOptions& options,
+  static Result<std::unique_ptr<Endpoint>> Create(OfiFabric* fabric,
+                                                  const FabricOptions& options,
                                                   ProgressMode mode);
   ~OfiEndpoint() override;
 
   std::string address() const override { return address_; }
   Result<PeerId> AddPeer(const std::string& address) override;
   Status RemovePeer(PeerId peer) override;
-  Result<Completion> Send(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
+  Result<Completion> Send(PeerId peer, const MemoryRegion& region,
+                          size_t offset, size_t len,
                           Deadline deadline) override;
   Result<Completion> Recv(const MemoryRegion& region, size_t offset, size_t len,
                           Deadline deadline) override;
-  Result<Completion> Write(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
+  Result<Completion> Write(PeerId peer, const MemoryRegion& region,
+                           size_t offset, size_t len,
                            const RemoteRegion& remote, uint64_t remote_offset,
-                           std::optional<uint64_t> immediate, Deadline deadline) override;
-  Result<Completion> Read(PeerId peer, const MemoryRegion& region, size_t offset, size_t len,
-                          const RemoteRegion& remote, uint64_t remote_offset,
-                          Deadline deadline) override;
+                           std::optional<uint64_t> immediate,
+                           Deadline deadline) override;
+  Result<Completion> Read(PeerId peer, const MemoryRegion& region,
+                          size_t offset, size_t len, const RemoteRegion& remote,
+                          uint64_t remote_offset, Deadline deadline) override;
   void SetImmediateHandler(ImmediateHandler handler) override;
   std::optional<ImmediateEvent> PollImmediate() override;
   Result<ImmediateEvent> WaitImmediate(Deadline deadline) override;
@@ -61,11 +65,12 @@ class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
   Status Open(const FabricOptions& options);
   // Posts one provider operation, retrying on FI_EAGAIN while driving
   // progress, until `deadline`.
-  Status PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf, size_t len, void* desc,
-                  uint64_t remote_addr, uint64_t key, const uint64_t* immediate,
-                  Deadline deadline);
-  Result<Completion> Rma(Kind kind, PeerId peer, const MemoryRegion& region, size_t offset,
-                         size_t len, const RemoteRegion& remote, uint64_t remote_offset,
+  Status PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf,
+                  size_t len, void* desc, uint64_t remote_addr, uint64_t key,
+                  const uint64_t* immediate, Deadline deadline);
+  Result<Completion> Rma(Kind kind, PeerId peer, const MemoryRegion& region,
+                         size_t offset, size_t len, const RemoteRegion& remote,
+                         uint64_t remote_offset,
                          std::optional<uint64_t> immediate, Deadline deadline);
   std::shared_ptr<Op> NewOp(int parts);
   void Finish(Op* op);

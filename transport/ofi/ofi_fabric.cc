@@ -11,10 +11,11 @@
 namespace fabps::transport::ofi {
 namespace {
 
-constexpr uint64_t kCaps = FI_MSG | FI_RMA | FI_READ | FI_WRITE | FI_REMOTE_READ |
-                           FI_REMOTE_WRITE | FI_SEND | FI_RECV;
+constexpr uint64_t kCaps = FI_MSG | FI_RMA | FI_READ | FI_WRITE |
+                           FI_REMOTE_READ | FI_REMOTE_WRITE | FI_SEND | FI_RECV;
 // Everything verbs may ask for; providers that need less take less.
-constexpr int kMrMode = FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
+constexpr int kMrMode =
+    FI_MR_LOCAL | FI_MR_VIRT_ADDR | FI_MR_ALLOCATED | FI_MR_PROV_KEY;
 
 class OfiMemoryRegion final : public MemoryRegion {
  public:
@@ -45,7 +46,8 @@ void* LocalDescriptor(const MemoryRegion& region) {
   return static_cast<const OfiMemoryRegion&>(region).desc();
 }
 
-Result<fi_info*> GetInfo(const std::string& provider, const std::string& interface_address) {
+Result<fi_info*> GetInfo(const std::string& provider,
+                         const std::string& interface_address) {
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) return Status::ResourceExhausted("fi_allocinfo");
   hints->caps = kCaps;
@@ -55,18 +57,22 @@ Result<fi_info*> GetInfo(const std::string& provider, const std::string& interfa
   hints->domain_attr->threading = FI_THREAD_SAFE;
   hints->fabric_attr->prov_name = strdup(provider.c_str());
   fi_info* info = nullptr;
-  const char* node = interface_address.empty() ? nullptr : interface_address.c_str();
-  int ret = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0, hints, &info);
+  const char* node =
+      interface_address.empty() ? nullptr : interface_address.c_str();
+  int ret = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0,
+                       hints, &info);
   fi_freeinfo(hints);
   if (ret != 0) return FiError("fi_getinfo(" + provider + ")", ret);
   if (info->domain_attr->cq_data_size < 8) {
     fi_freeinfo(info);
-    return Status::Unimplemented(provider + ": remote CQ data smaller than 8 bytes");
+    return Status::Unimplemented(provider +
+                                 ": remote CQ data smaller than 8 bytes");
   }
   return info;
 }
 
-std::vector<ProviderProbe> ProbeProviders(const std::string& interface_address) {
+std::vector<ProviderProbe> ProbeProviders(
+    const std::string& interface_address) {
   std::vector<ProviderProbe> out;
   for (const auto& name : KnownProviders()) {
     ProviderProbe p;
@@ -90,21 +96,31 @@ OfiFabric::~OfiFabric() {
   if (info_) fi_freeinfo(info_);
 }
 
-uint64_t OfiFabric::mr_mode() const { return static_cast<uint64_t>(info_->domain_attr->mr_mode); }
+uint64_t OfiFabric::mr_mode() const {
+  return static_cast<uint64_t>(info_->domain_attr->mr_mode);
+}
 
-size_t OfiFabric::max_message_size() const { return info_->ep_attr->max_msg_size; }
+size_t OfiFabric::max_message_size() const {
+  return info_->ep_attr->max_msg_size;
+}
 
-Result<std::unique_ptr<MemoryRegion>> OfiFabric::Register(void* data, size_t len) {
+Result<std::unique_ptr<MemoryRegion>> OfiFabric::Register(void* data,
+                                                          size_t len) {
   if (data == nullptr || len == 0) {
-    return Status::InvalidArgument("register: empty buffer (FI_MR_ALLOCATED needs real memory)");
+    return Status::InvalidArgument(
+        "register: empty buffer (FI_MR_ALLOCATED needs real memory)");
   }
   fid_mr* mr = nullptr;
-  uint64_t access = FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
+  uint64_t access =
+      FI_SEND | FI_RECV | FI_READ | FI_WRITE | FI_REMOTE_READ | FI_REMOTE_WRITE;
   uint64_t requested_key = next_key_.fetch_add(1);
-  int ret = fi_mr_reg(domain_, data, len, access, 0, requested_key, 0, &mr, nullptr);
-  if (ret != 0) return FiError("fi_mr_reg(" + std::to_string(len) + " bytes)", ret);
+  int ret =
+      fi_mr_reg(domain_, data, len, access, 0, requested_key, 0, &mr, nullptr);
+  if (ret != 0)
+    return FiError("fi_mr_reg(" + std::to_string(len) + " bytes)", ret);
   bool virt = (mr_mode() & FI_MR_VIRT_ADDR) != 0;
-  return std::unique_ptr<MemoryRegion>(new OfiMemoryRegion(mr, data, len, virt));
+  return std::unique_ptr<MemoryRegion>(
+      new OfiMemoryRegion(mr, data, len, virt));
 }
 
 Result<std::unique_ptr<Endpoint>> OfiFabric::CreateEndpoint(ProgressMode mode) {
@@ -124,8 +140,9 @@ Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options) {
     } else {
       auto tcp = GetInfo("tcp;ofi_rxm", options.interface_address);
       if (!tcp.ok()) {
-        return Status::Unavailable("auto: neither verbs;ofi_rxm (" + verbs.status().message() +
-                                   ") nor tcp;ofi_rxm (" + tcp.status().message() + ") works");
+        return Status::Unavailable(
+            "auto: neither verbs;ofi_rxm (" + verbs.status().message() +
+            ") nor tcp;ofi_rxm (" + tcp.status().message() + ") works");
       }
       info = tcp.value();
       chosen = "tcp;ofi_rxm";
@@ -140,9 +157,10 @@ Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options) {
         if (p.works) works += (works.empty() ? "" : ", ") + p.name;
       }
       if (works.empty()) works = "none";
-      return Status::InvalidArgument("provider '" + options.provider + "' does not work here (" +
-                                     r.status().message() + "); providers that work: " + works +
-                                     ", or auto");
+      return Status::InvalidArgument(
+          "provider '" + options.provider + "' does not work here (" +
+          r.status().message() + "); providers that work: " + works +
+          ", or auto");
     }
     info = r.value();
     reason = "requested by name";
@@ -159,10 +177,11 @@ Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options) {
   ret = fi_domain(f->fabric_, info, &f->domain_, nullptr);
   if (ret != 0) return FiError("fi_domain(" + chosen + ")", ret);
   size_t max_msg = info->ep_attr->max_msg_size;
-  f->transfer_limit_ = options.max_transfer_size == 0 ? max_msg
-                                                      : std::min(max_msg, options.max_transfer_size);
-  f->cache_ = std::make_unique<RegistrationCache>(f.get(), options.reg_cache_max_entries,
-                                                  options.reg_cache_max_bytes);
+  f->transfer_limit_ = options.max_transfer_size == 0
+                           ? max_msg
+                           : std::min(max_msg, options.max_transfer_size);
+  f->cache_ = std::make_unique<RegistrationCache>(
+      f.get(), options.reg_cache_max_entries, options.reg_cache_max_bytes);
   return std::unique_ptr<Fabric>(std::move(f));
 }
 

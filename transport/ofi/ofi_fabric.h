@@ -18,7 +18,8 @@ namespace fabps::transport::ofi {
 // Asks libfabric for an RDM endpoint with messages, RMA and remote CQ data on
 // `provider`, under the strictest memory-registration mode we support.
 // Returns the provider's answer (caller frees with fi_freeinfo) or the error.
-Result<fi_info*> GetInfo(const std::string& provider, const std::string& interface_address);
+Result<fi_info*> GetInfo(const std::string& provider,
+                         const std::string& interface_address);
 
 // Providers among KnownProviders() that answer GetInfo on this machine, with
 // the reason for each one that does not ("verbs;ofi_rxm: No data available").
@@ -36,7 +37,8 @@ class OfiFabric final : public Fabric {
   std::string provider() const override { return provider_; }
   std::string choice_reason() const override { return reason_; }
   size_t max_message_size() const override;
-  Result<std::unique_ptr<MemoryRegion>> Register(void* data, size_t len) override;
+  Result<std::unique_ptr<MemoryRegion>> Register(void* data,
+                                                 size_t len) override;
   Result<std::unique_ptr<Endpoint>> CreateEndpoint(ProgressMode mode) override;
   RegistrationCache& cache() override { return *cache_; }
 
@@ -47,7 +49,8 @@ class OfiFabric final : public Fabric {
   size_t transfer_limit() const { return transfer_limit_; }
 
  private:
-  friend Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options);
+  friend Result<std::unique_ptr<Fabric>> OpenOfiFabric(
+      const FabricOptions& options);
   OfiFabric() = default;
 
   std::string provider_;
@@ -57,7 +60,8 @@ class OfiFabric final : public Fabric {
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   size_t transfer_limit_ = 0;
-  std::atomic<uint64_t> next_key_{1};  // keys we choose when the provider does not
+  std::atomic<uint64_t> next_key_{
+      1};  // keys we choose when the provider does not
   std::unique_ptr<RegistrationCache> cache_;
 };
 
