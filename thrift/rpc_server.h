@@ -1,23 +1,52 @@
 // RpcServer: a Thrift TNonblockingServer for one service, as every fabps
 // daemon runs it.
 //
-// Wire: TFramedTransport + TBinaryProtocol (clients: thrift/rpc_client.h).
-// Threads: `io_threads` libevent loops read and write frames; complete
-// requests run on a bounded pool of `worker_threads` (Thrift ThreadManager)
-// with at most `max_queued_requests` waiting. Frames larger than
-// `max_frame_bytes` close the connection; string and container sizes inside
-// a request are bounded by the frame, so a bad peer cannot make the server
-// allocate without limit, and a request that fails to parse only drops that
-// connection.
+// Wire: TFramedTransport + TBinaryProtocol, strict (versioned) messages only
+// (clients: thrift/rpc_client.h). Threads: `io_threads` libevent loops read
+// and write frames; complete requests run on a bounded pool of
+// `worker_threads` (Thrift ThreadManager) with at most `max_queued_requests`
+// waiting.
+//
+// What a bad peer meets (every byte from outside is checked before use):
+//  - A frame longer than `max_frame_bytes` (or a length prefix like
+//    0x7fffffff) closes the connection before anything is allocated for it.
+//  - Request frames being read at once may hold at most
+//    `max_pending_request_bytes` together; a frame that would pass it closes
+//    its connection.
+//  - String and container lengths inside a request are bounded by the bytes
+//    left in its frame, so a lying length field allocates at most a small
+//    multiple of the frame.
+//  - A request that fails to decode, or a message that is not a call, is
+//    answered with a TApplicationException (PROTOCOL_ERROR or
+//    INVALID_MESSAGE_TYPE) and the connection is closed after that reply. An
+//    unknown method name is answered with UNKNOWN_METHOD and the connection
+//    stays usable.
+//  - A request frame must arrive whole, and a reply must be taken whole by
+//    the peer, within `frame_timeout_ms` of its first byte (slow senders,
+//    slow readers); a new connection must start its first request within
+//    `first_request_timeout_ms`; a connection between requests is closed
+//    after `idle_timeout_ms` (0: never). A connection whose request is being
+//    served is never timed out.
+//  - At most `max_connections` connections are kept: a new one evicts the
+//    connection idle the longest (one that never sent a request first), or
+//    is closed at once when every connection is busy. Running out of file
+//    descriptors closes new connections instead of stopping the server.
+// Closing a connection affects no other; the client sees the close (or the
+// error reply) and RpcConnection reconnects on its next call.
 //
 // Lifetime: Start() returns once the socket listens (port 0 picks a free
 // port; port() reports it). Stop() (any thread, idempotent) ends the event
 // loops and waits for them; the destructor calls it. The processor and its
 // handler must stay alive until Stop() returns. Handlers run on worker
 // threads concurrently and must be thread safe.
+//
+// Process-wide effect: Start() raises the soft RLIMIT_NOFILE (up to the hard
+// limit) so that `max_connections` sockets fit beside the process's other
+// files.
 #ifndef FABPS_THRIFT_RPC_SERVER_H_
 #define FABPS_THRIFT_RPC_SERVER_H_
 
+#include <condition_variable>
 #include <cstddef>
 #include <cstdint>
 #include <memory>
@@ -34,6 +63,10 @@ class TNonblockingServer;
 }
 }  // namespace apache::thrift
 
+namespace fabps::rpc::internal {
+class ConnectionGuard;
+}
+
 namespace fabps::rpc {
 
 struct RpcServerOptions {
@@ -42,8 +75,35 @@ struct RpcServerOptions {
   int io_threads = 1;
   int worker_threads = 4;
   size_t max_queued_requests = 4096;
+  // Largest request frame, in [1 KiB, 1 GiB].
   size_t max_frame_bytes = 16 << 20;
+  // Request bytes all connections may have announced and not yet been
+  // answered for, together; at least max_frame_bytes. 0: 4 * max_frame_bytes
+  // but at least 256 MiB.
+  size_t max_pending_request_bytes = 0;
+  // Connections kept open at once, in [1, 1 << 20].
+  size_t max_connections = 1024;
+  // Timeouts in ms as described above; each in [0, 1 day], 0 turns it off.
+  // frame_timeout_ms bounds a whole frame, so lower it only with the largest
+  // frame and the slowest link in mind (16 MiB in 10 s is 1.6 MB/s).
+  int64_t frame_timeout_ms = 10'000;
+  int64_t first_request_timeout_ms = 10'000;
+  // Off by default: clients keep connections between rare calls (a trainer's
+  // SaveModel) and not all of them retry a call on a closed connection.
+  // Idle connections are evicted anyway once max_connections is reached.
+  int64_t idle_timeout_ms = 0;
   int64_t start_timeout_ms = 10'000;
+};
+
+// What the server did to bad peers since Start() (monotonic counters).
+struct RpcServerStats {
+  uint64_t accepted = 0;            // connections accepted
+  uint64_t refused = 0;             // closed at accept: full of busy peers,
+                                    // or out of file descriptors
+  uint64_t evicted = 0;             // idle, closed for a new connection
+  uint64_t timed_out = 0;           // frame, first-request or idle timeout
+  uint64_t bad_requests = 0;        // answered with an error, then closed
+  uint64_t over_pending_bytes = 0;  // frame over max_pending_request_bytes
 };
 
 class RpcServer {
@@ -61,6 +121,8 @@ class RpcServer {
   // The port the server listens on (the chosen one when options.port was 0).
   int port() const { return port_; }
   const std::string& host() const { return host_; }
+  // Thread safe; valid until the server is destroyed.
+  RpcServerStats stats() const;
 
   void Stop();
 
@@ -70,7 +132,12 @@ class RpcServer {
   std::string host_;
   int port_ = 0;
   std::shared_ptr<apache::thrift::server::TNonblockingServer> server_;
+  std::shared_ptr<internal::ConnectionGuard> guard_;
   std::thread serve_thread_;
+  std::thread reaper_thread_;  // closes timed-out connections
+  std::mutex reaper_mu_;
+  std::condition_variable reaper_cv_;
+  bool reaper_stop_ = false;  // guarded by reaper_mu_
   std::mutex stop_mu_;
   bool stopped_ = false;
 };
