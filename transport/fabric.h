@@ -159,6 +159,13 @@ using PeerId = uint64_t;
 
 class Endpoint {
  public:
+  // Destroying an endpoint stops its progress thread and closes it; pending
+  // operations end with Cancelled. Bounded: if the progress thread does not
+  // come back within about two seconds (stuck inside the provider, e.g. on a
+  // lock in shared memory held by a peer that was killed; libfabric 1.17's
+  // shm uses non-robust locks there), the endpoint is abandoned instead (an
+  // error is logged; its resources leak; its handler is never called again)
+  // so that the caller can go on with a fresh endpoint.
   virtual ~Endpoint() = default;
 
   // This endpoint's address as opaque bytes, to hand to peers through the

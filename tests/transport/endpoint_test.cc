@@ -3,7 +3,9 @@
 // bounds checks and split transfers.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <cstring>
+#include <future>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -292,6 +294,54 @@ TEST_P(EndpointTest, RegistrationCacheReusesRegions) {
   ASSERT_TRUE(r3.ok());
   EXPECT_EQ(cache.stats().misses, 2u);
   EXPECT_FALSE(cache.Get(nullptr, 10).ok());
+}
+
+// A progress thread stuck for good (here: in a handler that never returns;
+// in the field: in the provider, on a lock a killed peer held) must not hang
+// the endpoint's destruction: the endpoint is abandoned after a bound.
+TEST_P(EndpointTest, StuckProgressThreadDoesNotHangDestruction) {
+  MAKE_PAIR_OR_SKIP(p);
+  // Leaked on purpose: the abandoned thread waits on it until the process
+  // ends.
+  auto* never = new std::promise<void>();
+  auto entered = std::make_shared<std::promise<void>>();
+  auto entered_f = entered->get_future();
+  p.b->SetImmediateHandler([never, entered](const ImmediateEvent&) {
+    entered->set_value();
+    never->get_future().wait();
+  });
+  std::vector<uint8_t> local(64), remote(64);
+  auto ml = p.fa->Register(local.data(), local.size());
+  auto mr = p.fb->Register(remote.data(), remote.size());
+  ASSERT_TRUE(ml.ok() && mr.ok());
+  auto w = p.a->Write(p.a_to_b, **ml, 0, 64, (*mr)->remote(), 0, uint64_t{7},
+                      Deadline::InMs(kTimeoutMs));
+  ASSERT_TRUE(w.ok());
+  ASSERT_TRUE(w->Wait(Deadline::InMs(kTimeoutMs)).ok());
+  ASSERT_EQ(entered_f.wait_for(std::chrono::seconds(20)),
+            std::future_status::ready);
+  auto start = std::chrono::steady_clock::now();
+  p.b.reset();
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_LT(secs, 10.0) << "destroying the endpoint waited for its thread";
+  // The other endpoint is unaffected.
+  auto b2 = p.fb->CreateEndpoint(ProgressMode::kThread);
+  ASSERT_TRUE(b2.ok()) << b2.status().ToString();
+  auto id = p.a->AddPeer((*b2)->address());
+  ASSERT_TRUE(id.ok());
+  auto w2 = p.a->Write(*id, **ml, 0, 64, (*mr)->remote(), 0, uint64_t{8},
+                       Deadline::InMs(kTimeoutMs));
+  ASSERT_TRUE(w2.ok());
+  EXPECT_TRUE(w2->Wait(Deadline::InMs(kTimeoutMs)).ok());
+  auto e = (*b2)->WaitImmediate(Deadline::InMs(kTimeoutMs));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(e->data, 8u);
+  // Leak what the abandoned endpoint may still reference.
+  mr->release();
+  p.fb.release();
+  b2->release();
 }
 
 TEST_P(EndpointTest, RemovedPeerIsUnknown) {

@@ -19,6 +19,8 @@
 #include <sstream>
 #include <thread>
 
+#include "base/shm_regions.h"
+
 namespace fabps::testing {
 
 Result<Subprocess> Subprocess::Start(const std::vector<std::string>& argv,
@@ -85,11 +87,17 @@ bool Subprocess::running() {
   int st = 0;
   pid_t r = ::waitpid(pid_, &st, WNOHANG);
   if (r == pid_) {
-    exited_ = true;
-    wait_status_ = st;
+    Reaped(st);
     return false;
   }
   return true;
+}
+
+void Subprocess::Reaped(int status) {
+  exited_ = true;
+  wait_status_ = status;
+  // A child killed by a signal leaves its shm regions (base/shm_regions.h).
+  if (WIFSIGNALED(status)) RemoveShmRegionsOf(pid_);
 }
 
 Status Subprocess::Signal(int sig) {
@@ -125,10 +133,7 @@ void Subprocess::Kill() {
   if (running()) {
     ::kill(pid_, SIGKILL);
     int st = 0;
-    if (::waitpid(pid_, &st, 0) == pid_) {
-      exited_ = true;
-      wait_status_ = st;
-    }
+    if (::waitpid(pid_, &st, 0) == pid_) Reaped(st);
   }
 }
 

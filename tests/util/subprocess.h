@@ -43,6 +43,8 @@ class Subprocess {
   const std::string& log_path() const { return log_path_; }
 
  private:
+  void Reaped(int status);
+
   pid_t pid_ = -1;
   int wait_status_ = 0;
   bool exited_ = false;

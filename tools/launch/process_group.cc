@@ -13,6 +13,8 @@
 #include <fstream>
 #include <thread>
 
+#include "base/shm_regions.h"
+
 namespace fabps::launch {
 
 Status ProcessGroup::Start(const std::string& name,
@@ -63,6 +65,13 @@ Status ProcessGroup::Restart(const std::string& name) {
   return Start(name, argv, log);
 }
 
+namespace {
+// A child killed by a signal leaves its shm regions (base/shm_regions.h).
+void Cleanup(const Child& c) {
+  if (WIFSIGNALED(c.wait_status)) RemoveShmRegionsOf(c.pid);
+}
+}  // namespace
+
 std::vector<std::string> ProcessGroup::Reap() {
   std::vector<std::string> out;
   for (auto& [name, c] : children_) {
@@ -70,6 +79,7 @@ std::vector<std::string> ProcessGroup::Reap() {
     int st = 0;
     if (::waitpid(c.pid, &st, WNOHANG) == c.pid) {
       c.running = false;
+      Cleanup(c);
       c.wait_status = st;
       out.push_back(name);
     }
@@ -89,6 +99,7 @@ void ProcessGroup::Kill(const std::string& name) {
   ::kill(c->pid, SIGKILL);
   ::waitpid(c->pid, &c->wait_status, 0);
   c->running = false;
+  Cleanup(*c);
 }
 
 void ProcessGroup::Stop(const std::string& name, int grace_ms) {
@@ -101,6 +112,7 @@ void ProcessGroup::Stop(const std::string& name, int grace_ms) {
   while (std::chrono::steady_clock::now() < end) {
     if (::waitpid(c->pid, &c->wait_status, WNOHANG) == c->pid) {
       c->running = false;
+      Cleanup(*c);
       return;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -121,6 +133,7 @@ void ProcessGroup::StopAll(int grace_ms) {
     while (c.running && std::chrono::steady_clock::now() < end) {
       if (::waitpid(c.pid, &c.wait_status, WNOHANG) == c.pid) {
         c.running = false;
+        Cleanup(c);
         break;
       }
       std::this_thread::sleep_for(std::chrono::milliseconds(10));
@@ -129,6 +142,7 @@ void ProcessGroup::StopAll(int grace_ms) {
       ::kill(c.pid, SIGKILL);
       ::waitpid(c.pid, &c.wait_status, 0);
       c.running = false;
+      Cleanup(c);
     }
   }
 }

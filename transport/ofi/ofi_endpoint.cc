@@ -36,11 +36,66 @@ constexpr int kCqBatch = 32;
 OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode)
     : fabric_(fabric), mode_(mode) {}
 
+namespace {
+
+// What callers own: forwards to the shared endpoint and shuts it down, with
+// a bound, when destroyed.
+class EndpointHandle final : public Endpoint {
+ public:
+  explicit EndpointHandle(std::shared_ptr<OfiEndpoint> ep)
+      : ep_(std::move(ep)) {}
+  ~EndpointHandle() override { ep_->Shutdown(std::chrono::seconds(2)); }
+
+  std::string address() const override { return ep_->address(); }
+  Result<PeerId> AddPeer(const std::string& address) override {
+    return ep_->AddPeer(address);
+  }
+  Status RemovePeer(PeerId peer) override { return ep_->RemovePeer(peer); }
+  Result<Completion> Send(PeerId peer, const MemoryRegion& region,
+                          size_t offset, size_t len,
+                          Deadline deadline) override {
+    return ep_->Send(peer, region, offset, len, deadline);
+  }
+  Result<Completion> Recv(const MemoryRegion& region, size_t offset, size_t len,
+                          Deadline deadline) override {
+    return ep_->Recv(region, offset, len, deadline);
+  }
+  Result<Completion> Write(PeerId peer, const MemoryRegion& region,
+                           size_t offset, size_t len,
+                           const RemoteRegion& remote, uint64_t remote_offset,
+                           std::optional<uint64_t> immediate,
+                           Deadline deadline) override {
+    return ep_->Write(peer, region, offset, len, remote, remote_offset,
+                      immediate, deadline);
+  }
+  Result<Completion> Read(PeerId peer, const MemoryRegion& region,
+                          size_t offset, size_t len, const RemoteRegion& remote,
+                          uint64_t remote_offset, Deadline deadline) override {
+    return ep_->Read(peer, region, offset, len, remote, remote_offset,
+                     deadline);
+  }
+  void SetImmediateHandler(ImmediateHandler handler) override {
+    ep_->SetImmediateHandler(std::move(handler));
+  }
+  std::optional<ImmediateEvent> PollImmediate() override {
+    return ep_->PollImmediate();
+  }
+  Result<ImmediateEvent> WaitImmediate(Deadline deadline) override {
+    return ep_->WaitImmediate(deadline);
+  }
+  Result<size_t> Progress() override { return ep_->Progress(); }
+
+ private:
+  std::shared_ptr<OfiEndpoint> ep_;
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Endpoint>> OfiEndpoint::Create(
     OfiFabric* fabric, const FabricOptions& options, ProgressMode mode) {
-  std::unique_ptr<OfiEndpoint> ep(new OfiEndpoint(fabric, mode));
+  std::shared_ptr<OfiEndpoint> ep(new OfiEndpoint(fabric, mode));
   FABPS_RETURN_IF_ERROR(ep->Open(options));
-  return std::unique_ptr<Endpoint>(std::move(ep));
+  return std::unique_ptr<Endpoint>(new EndpointHandle(std::move(ep)));
 }
 
 Status OfiEndpoint::Open(const FabricOptions& options) {
@@ -80,14 +135,47 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   address_.resize(len);
 
   if (mode_ == ProgressMode::kThread) {
-    progress_thread_ = std::thread([this] { ProgressLoop(); });
+    // The thread owns a reference: if it ever gets stuck in the provider,
+    // Shutdown abandons it and this object stays valid for it.
+    progress_thread_ = std::thread([self = shared_from_this()] {
+      self->ProgressLoop();
+      std::lock_guard<std::mutex> l(self->exit_mu_);
+      self->thread_exited_ = true;
+      self->exit_cv_.notify_all();
+    });
   }
   return Status::OK();
 }
 
+bool OfiEndpoint::Shutdown(std::chrono::milliseconds wait) {
+  stop_ = true;
+  if (!progress_thread_.joinable()) return true;
+  bool exited;
+  {
+    std::unique_lock<std::mutex> l(exit_mu_);
+    exited = exit_cv_.wait_for(l, wait, [this] { return thread_exited_; });
+  }
+  if (exited) {
+    progress_thread_.join();
+    return true;
+  }
+  FABPS_LOG(ERROR) << "progress thread of endpoint " << this
+                   << " did not stop within " << wait.count()
+                   << " ms (stuck in the provider; a peer killed while "
+                      "holding a lock in shared memory?): abandoning it";
+  {
+    std::lock_guard<std::mutex> l(imm_mu_);
+    imm_handler_.reset();
+  }
+  progress_thread_.detach();
+  return false;
+}
+
 OfiEndpoint::~OfiEndpoint() {
   stop_ = true;
-  if (progress_thread_.joinable()) progress_thread_.join();
+  // Reached after Shutdown joined the thread, or on the abandoned thread
+  // itself if it ever came back (then it is detached already).
+  if (progress_thread_.joinable()) progress_thread_.detach();
   // Close the endpoint first: after this the provider touches no context.
   if (ep_) fi_close(&ep_->fid);
   if (cq_) fi_close(&cq_->fid);

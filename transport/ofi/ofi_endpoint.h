@@ -10,6 +10,7 @@
 #include <rdma/fi_eq.h>
 
 #include <atomic>
+#include <chrono>
 #include <condition_variable>
 #include <deque>
 #include <map>
@@ -28,12 +29,23 @@ class OfiFabric;
 // The provider's descriptor of a region registered by OfiFabric.
 void* LocalDescriptor(const MemoryRegion& region);
 
-class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
+// The endpoint proper. Callers get it wrapped in a handle (see Create) whose
+// destruction calls Shutdown(); the progress thread holds a reference of its
+// own, so an endpoint whose thread is stuck in the provider stays alive
+// (abandoned) instead of being freed under it.
+class OfiEndpoint final : public Endpoint,
+                          public internal::ProgressDriver,
+                          public std::enable_shared_from_this<OfiEndpoint> {
  public:
   static Result<std::unique_ptr<Endpoint>> Create(OfiFabric* fabric,
                                                   const FabricOptions& options,
                                                   ProgressMode mode);
   ~OfiEndpoint() override;
+
+  // Stops the progress thread, waiting at most `wait` for it; returns false
+  // (and abandons the thread, which keeps this object alive) if it did not
+  // come back. Idempotent; called by the handle's destructor.
+  bool Shutdown(std::chrono::milliseconds wait);
 
   std::string address() const override { return address_; }
   Result<PeerId> AddPeer(const std::string& address) override;
@@ -102,6 +114,9 @@ class OfiEndpoint final : public Endpoint, public internal::ProgressDriver {
   std::mutex cq_mu_;  // one reader of the CQ at a time keeps dispatch ordered
   std::atomic<bool> stop_{false};
   std::thread progress_thread_;
+  std::mutex exit_mu_;
+  std::condition_variable exit_cv_;
+  bool thread_exited_ = false;
 };
 
 }  // namespace fabps::transport::ofi

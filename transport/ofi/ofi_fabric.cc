@@ -1,10 +1,13 @@
 #include "transport/ofi/ofi_fabric.h"
 
 #include <rdma/fi_errno.h>
+#include <unistd.h>
 
 #include <cstring>
+#include <mutex>
 
 #include "base/log.h"
+#include "base/shm_regions.h"
 #include "transport/ofi/ofi_endpoint.h"
 #include "transport/ofi/ofi_error.h"
 
@@ -166,6 +169,19 @@ Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options) {
     reason = "requested by name";
   }
   FABPS_LOG(INFO) << "fabric provider " << chosen << " (" << reason << ")";
+  if (std::strcmp(info->fabric_attr->prov_name, "shm") == 0) {
+    // A dead process that had our pid may have left its regions under the
+    // names our endpoints are about to take (see base/shm_regions.h).
+    static std::once_flag once;
+    std::call_once(once, [] {
+      int n = RemoveShmRegionsOf(::getpid());
+      if (n > 0) {
+        FABPS_LOG(WARNING) << "removed " << n
+                           << " shm region(s) left by a dead process that "
+                              "had this pid";
+      }
+    });
+  }
 
   std::unique_ptr<OfiFabric> f(new OfiFabric());
   f->provider_ = chosen;
