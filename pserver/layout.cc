@@ -96,7 +96,9 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
         std::max<uint64_t>(1, block_elements / row_elements);
     uint64_t nblocks = (rows + rows_per_block - 1) / rows_per_block;
     if (l.blocks_.size() + nblocks > kMaxBlocks) {
-      return Status::InvalidArgument(what + ": more than 2^31 blocks in all");
+      return Status::InvalidArgument(what + ": more than " +
+                                     std::to_string(kMaxBlocks) +
+                                     " blocks in all");
     }
     l.first_block_.push_back(static_cast<uint32_t>(l.blocks_.size()));
     uint64_t base = HashName(spec.name) % num_pservers;

@@ -63,7 +63,9 @@ class Layout {
   static constexpr uint32_t kMaxRank = 8;
   static constexpr uint32_t kMaxPservers = 1u << 16;
   static constexpr uint64_t kMaxParamElements = uint64_t{1} << 48;
-  static constexpr uint64_t kMaxBlocks = uint64_t{1} << 31;
+  // The block table takes 64 bytes a block: 2^22 blocks keep it at 256 MiB
+  // (a few bytes of Decode input could otherwise ask for 128 GiB).
+  static constexpr uint64_t kMaxBlocks = uint64_t{1} << 22;
 
   // Validates the inputs (unique non-empty names, known dtypes, rank and
   // element bounds, N >= 1, block_elements >= 1) and cuts the blocks.
