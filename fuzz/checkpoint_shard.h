@@ -1,0 +1,82 @@
+// The shard the checkpoint fuzzer loads into and the seed generator saves
+// from: three small parameters, one per optimizer-state count (Adam keeps
+// two arrays, momentum one, SGD none), float32 and float64, cut into blocks
+// of 16 elements, shard 0 of 2.
+#ifndef FABPS_FUZZ_CHECKPOINT_SHARD_H_
+#define FABPS_FUZZ_CHECKPOINT_SHARD_H_
+
+#include <memory>
+#include <string>
+
+#include "fuzz/fuzz_util.h"
+#include "pserver/shard.h"
+
+namespace fabps::fuzz {
+
+inline std::unique_ptr<pserver::Shard> MakeCheckpointShard() {
+  using pserver::DType;
+  using pserver::RuleKind;
+  auto layout = pserver::Layout::Build({{"a", DType::kFloat32, {40}},
+                                        {"b", DType::kFloat64, {3, 5}},
+                                        {"c", DType::kFloat32, {7}},
+                                        {"d", DType::kFloat32, {2, 9}}},
+                                       16, 2);
+  FABPS_FUZZ_CHECK(layout.ok());
+  pserver::ShardOptions o;
+  o.shard_index = 0;
+  o.num_threads = 1;
+  o.default_rule.kind = RuleKind::kSgd;
+  o.default_rule.learning_rate = 0.1;
+  o.rules["a"] = o.default_rule;
+  o.rules["a"].kind = RuleKind::kAdam;
+  o.rules["b"] = o.default_rule;
+  o.rules["b"].kind = RuleKind::kMomentum;
+  o.rules["b"].momentum = 0.9;
+  auto shard = pserver::Shard::Create(std::move(layout).value(), o);
+  FABPS_FUZZ_CHECK(shard.ok());
+  return std::move(shard).value();
+}
+
+// Recomputes the header, block-record and footer CRCs of checkpoint bytes
+// meant for `shard` (record sizes come from its layout, as in the loader),
+// as far as the bytes go. See pserver/checkpoint.h for the format.
+// Returns false, leaving `s` alone, when the embedded layout claims more
+// than 1024 blocks: it cannot be the shard's layout, layout_fuzzer covers
+// decoding it, and a valid CRC would only make every run build a block
+// table of up to Layout::kMaxBlocks entries.
+inline bool FixCheckpointCrcs(const pserver::Shard& shard, std::string* s) {
+  constexpr size_t kFixed = 40, kRecordHeader = 32, kFooter = 24;
+  if (s->size() < kFixed) return false;
+  uint64_t layout_len = Load64(*s, 32);
+  if (layout_len > s->size() - kFixed || s->size() - kFixed - layout_len < 8)
+    return false;
+  // The layout's block count sits just before its CRC.
+  if (layout_len >= 12 && Load64(*s, kFixed + layout_len - 12) > 1024)
+    return false;
+  std::string layout = s->substr(kFixed, layout_len);
+  FixLayoutCrc(&layout);
+  s->replace(kFixed, layout_len, layout);
+  size_t at = kFixed + layout_len + 4;
+  StoreCrc(s, 0, at);
+  at += 4;
+  const pserver::Layout& l = shard.layout();
+  for (uint32_t id : shard.block_ids()) {
+    if (s->size() - at < kRecordHeader) return true;
+    uint32_t slots = Load32(*s, at + 12);
+    if (slots > 2) return true;
+    const pserver::BlockInfo& b = l.blocks()[id];
+    size_t len =
+        kRecordHeader + b.num_elements *
+                            pserver::DTypeSize(l.params()[b.param].dtype) *
+                            (1 + slots);
+    if (s->size() - at < len + 4) return true;
+    StoreCrc(s, at, at + len);
+    at += len + 4;
+  }
+  if (s->size() - at >= kFooter) StoreCrc(s, at, at + kFooter - 4);
+  return true;
+}
+
+}  // namespace fabps::fuzz
+
+#endif  // FABPS_FUZZ_CHECKPOINT_SHARD_H_

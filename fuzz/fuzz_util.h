@@ -1,0 +1,109 @@
+// Helpers shared by the fuzz targets and the seed generator (make_seeds.cc).
+//
+// Parsers that read files (recordio, checkpoints) get the fuzzer's bytes
+// through ScratchFile, one file per process. Formats with CRCs get each input
+// twice: as it is (does every damaged byte come back as a Status?) and with
+// its CRCs recomputed by the Fix*Crcs functions (so that mutations reach the
+// code behind the checksums, which random bytes almost never would).
+#ifndef FABPS_FUZZ_FUZZ_UTIL_H_
+#define FABPS_FUZZ_FUZZ_UTIL_H_
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <memory>
+#include <string>
+
+#include "base/crc32c.h"
+
+namespace fabps::fuzz {
+
+// Aborts with a message: a broken property is a finding, like a crash.
+#define FABPS_FUZZ_CHECK(cond)                                              \
+  do {                                                                      \
+    if (!(cond)) {                                                          \
+      std::fprintf(stderr, "%s:%d: check failed: %s\n", __FILE__, __LINE__, \
+                   #cond);                                                  \
+      std::abort();                                                         \
+    }                                                                       \
+  } while (0)
+
+// A file this process rewrites for every input; removed at exit. Lives in
+// /dev/shm when there is one (no disk I/O per execution).
+class ScratchFile {
+ public:
+  explicit ScratchFile(const char* name) {
+    const char* dir = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
+    path_ = std::string(dir) + "/fabps-fuzz-" + name + "-" +
+            std::to_string(getpid());
+  }
+  ~ScratchFile() { unlink(path_.c_str()); }
+  ScratchFile(const ScratchFile&) = delete;
+  ScratchFile& operator=(const ScratchFile&) = delete;
+
+  const std::string& path() const { return path_; }
+
+  // Replaces the file's contents with `n` bytes; aborts when the file cannot
+  // be written (that is the harness failing, not the parser).
+  void Write(const void* data, size_t n) {
+    int fd =
+        open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+    FABPS_FUZZ_CHECK(fd >= 0);
+    const char* p = static_cast<const char*>(data);
+    while (n > 0) {
+      ssize_t w = write(fd, p, n);
+      FABPS_FUZZ_CHECK(w > 0);
+      p += w;
+      n -= static_cast<size_t>(w);
+    }
+    close(fd);
+  }
+
+ private:
+  std::string path_;
+};
+
+inline uint32_t Load32(const std::string& s, size_t at) {
+  uint32_t v;
+  std::memcpy(&v, s.data() + at, 4);
+  return v;
+}
+inline uint64_t Load64(const std::string& s, size_t at) {
+  uint64_t v;
+  std::memcpy(&v, s.data() + at, 8);
+  return v;
+}
+// Stores the CRC32C of bytes [from, at) at `at` (little-endian).
+inline void StoreCrc(std::string* s, size_t from, size_t at) {
+  uint32_t crc = crc32c::Value(s->data() + from, at - from);
+  std::memcpy(s->data() + at, &crc, 4);
+}
+
+// Layout::Encode bytes: the last four bytes are the CRC32C of the rest.
+inline void FixLayoutCrc(std::string* s) {
+  if (s->size() >= 4) StoreCrc(s, 0, s->size() - 4);
+}
+
+// recordio: for each chunk header that fits, the payload CRC (when the
+// payload fits) and the header CRC; hops by the header's payload size.
+inline void FixRecordioCrcs(std::string* s) {
+  constexpr size_t kHeader = 32;
+  size_t at = 0;
+  while (at <= s->size() && s->size() - at >= kHeader) {
+    uint64_t payload = Load32(*s, at + 12);
+    if (payload <= s->size() - at - kHeader) {
+      uint32_t crc = crc32c::Value(s->data() + at + kHeader, payload);
+      std::memcpy(s->data() + at + 20, &crc, 4);
+    }
+    StoreCrc(s, at, at + 28);
+    at += kHeader + payload;
+  }
+}
+
+}  // namespace fabps::fuzz
+
+#endif  // FABPS_FUZZ_FUZZ_UTIL_H_

@@ -1,0 +1,262 @@
+// fabps-fuzz-seeds DIR: writes the seed corpora of the fuzz targets into
+// DIR/<target>/ with the real writers and encoders, so every seed is a valid
+// input that reaches the end of its parser. The committed fuzz/corpus/ is
+// this program's output; rerun it when a format changes:
+//   build-fuzz/fuzz/fabps-fuzz-seeds fuzz/corpus
+#include <sys/stat.h>
+#include <thrift/protocol/TBinaryProtocol.h>
+#include <thrift/transport/TBufferTransports.h>
+
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <fstream>
+#include <iterator>
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "fuzz/checkpoint_shard.h"
+#include "fuzz/fuzz_util.h"
+#include "pserver/checkpoint.h"
+#include "pserver/rpc/init_config.h"
+#include "pserver/wire.h"
+#include "recordio/writer.h"
+#include "thrift_gen/master/Master.h"
+#include "thrift_gen/pserver/PServer.h"
+
+namespace {
+
+using apache::thrift::protocol::TBinaryProtocol;
+using apache::thrift::transport::TMemoryBuffer;
+namespace pserver = fabps::pserver;
+namespace recordio = fabps::recordio;
+namespace ps = fabps::rpc::pserver;
+namespace ms = fabps::rpc::master;
+
+std::string g_root;
+
+std::string Dir(const std::string& target) {
+  std::string d = g_root + "/" + target;
+  mkdir(d.c_str(), 0755);
+  return d;
+}
+
+void Put(const std::string& target, const std::string& name,
+         const std::string& bytes) {
+  std::ofstream out(Dir(target) + "/" + name, std::ios::binary);
+  out.write(bytes.data(), static_cast<std::streamsize>(bytes.size()));
+  FABPS_FUZZ_CHECK(out.good());
+}
+
+std::string Slurp(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return std::string(std::istreambuf_iterator<char>(in), {});
+}
+
+void RecordioSeed(const std::string& name, const std::vector<std::string>& recs,
+                  recordio::WriterOptions options) {
+  const std::string path = Dir("recordio_fuzzer") + "/" + name;
+  auto w = recordio::Writer::Create(path, options);
+  FABPS_FUZZ_CHECK(w.ok());
+  for (const std::string& r : recs) FABPS_FUZZ_CHECK((*w)->Append(r).ok());
+  FABPS_FUZZ_CHECK((*w)->Close().ok());
+}
+
+void RecordioSeeds() {
+  recordio::WriterOptions plain;
+  plain.compression = recordio::Compression::kNone;
+  RecordioSeed("one-record", {"hello"}, plain);
+  plain.max_chunk_bytes = 16;
+  RecordioSeed("three-chunks", {"a", "", "0123456789abcdef", "tail", "x"},
+               plain);
+  recordio::WriterOptions zstd;
+  zstd.max_chunk_bytes = 64;
+  RecordioSeed("zstd", {std::string(40, 'z'), "b", "", std::string(70, 'q')},
+               zstd);
+  RecordioSeed("empty", {}, zstd);
+}
+
+void CheckpointSeeds() {
+  auto shard = fabps::fuzz::MakeCheckpointShard();
+  const std::string tmp = g_root + "/.ckpt-tmp";
+  mkdir(tmp.c_str(), 0755);
+  auto save = [&](const std::string& name, uint64_t sequence) {
+    auto info = pserver::WriteCheckpoint(*shard, tmp, sequence);
+    FABPS_FUZZ_CHECK(info.ok());
+    Put("checkpoint_fuzzer", name, Slurp(info->path));
+    std::remove(info->path.c_str());
+  };
+  save("zeros", 1);
+  const pserver::Layout& l = shard->layout();
+  for (uint32_t id : shard->block_ids()) {
+    const pserver::BlockInfo& b = l.blocks()[id];
+    std::vector<double> v(b.num_elements);
+    for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(id + 0.1 * i);
+    std::vector<float> f(v.begin(), v.end());
+    bool f32 = l.params()[b.param].dtype == pserver::DType::kFloat32;
+    FABPS_FUZZ_CHECK(
+        shard
+            ->InitBlock(id, f32 ? static_cast<const void*>(f.data()) : v.data(),
+                        v.size() * (f32 ? 4 : 8))
+            .ok());
+  }
+  save("initialized", 2);
+  for (int step = 0; step < 3; ++step) {
+    for (uint32_t id : shard->block_ids()) {
+      const pserver::BlockInfo& b = l.blocks()[id];
+      bool f32 = l.params()[b.param].dtype == pserver::DType::kFloat32;
+      std::vector<double> g(b.num_elements, 0.25 * (step + 1));
+      std::vector<float> gf(g.begin(), g.end());
+      pserver::GradientRef gr;
+      gr.block = id;
+      gr.data = f32 ? static_cast<const void*>(gf.data()) : g.data();
+      gr.bytes = g.size() * (f32 ? 4 : 8);
+      FABPS_FUZZ_CHECK(shard->Apply(gr, fabps::Deadline::InMs(10000)).ok());
+    }
+  }
+  save("trained", 3);
+  rmdir(tmp.c_str());
+}
+
+std::vector<pserver::Layout> SeedLayouts() {
+  using pserver::DType;
+  std::vector<pserver::Layout> out;
+  auto add = [&](std::vector<pserver::ParamSpec> params, uint64_t block,
+                 uint32_t n) {
+    auto l = pserver::Layout::Build(std::move(params), block, n);
+    FABPS_FUZZ_CHECK(l.ok());
+    out.push_back(std::move(l).value());
+  };
+  add({{"w", DType::kFloat32, {10, 4}}, {"b", DType::kFloat32, {4}}}, 16, 2);
+  add({{"scalar", DType::kFloat64, {}}}, 1, 1);
+  add({{"emb", DType::kFloat32, {100, 3, 2}},
+       {"fc1.w", DType::kFloat64, {5, 7}},
+       {"fc1.b", DType::kFloat32, {7}}},
+      64, 3);
+  return out;
+}
+
+void LayoutSeeds() {
+  std::vector<pserver::Layout> layouts = SeedLayouts();
+  for (size_t i = 0; i < layouts.size(); ++i)
+    Put("layout_fuzzer", "layout-" + std::to_string(i), layouts[i].Encode());
+  Put("layout_fuzzer", "checkpoint-shard",
+      fabps::fuzz::MakeCheckpointShard()->layout().Encode());
+}
+
+void WireSeeds() {
+  namespace wire = pserver::wire;
+  auto u64 = [](uint64_t v) {
+    return std::string(reinterpret_cast<char*>(&v), 8);
+  };
+  Put("wire_fuzzer", "push", u64(wire::EncodePush({3, 7, 12345})));
+  Put("wire_fuzzer", "push-max",
+      u64(wire::EncodePush({0xFFFF, 255, 0xFFFFFFFFu})));
+  Put("wire_fuzzer", "credit",
+      u64(wire::EncodeCredit({1, 2, fabps::Status::Code::kOk, 42})));
+  Put("wire_fuzzer", "credit-error",
+      u64(wire::EncodeCredit(
+          {0xFFFF, 255, fabps::Status::Code::kInvalidArgument, 7})) +
+          u64(wire::EncodePush({1, 1, 1})));
+}
+
+template <typename T>
+std::string Thrift(uint8_t selector, const T& value) {
+  auto buf = std::make_shared<TMemoryBuffer>();
+  TBinaryProtocol proto(buf);
+  value.write(&proto);
+  return std::string(1, static_cast<char>(selector)) + buf->getBufferAsString();
+}
+
+// Selectors as in control_plane_fuzzer.cc.
+void ControlPlaneSeeds() {
+  const char* t = "control_plane_fuzzer";
+  pserver::InitSpec spec{SeedLayouts()[0], {}, {}};
+  spec.default_rule.kind = pserver::RuleKind::kMomentum;
+  spec.default_rule.learning_rate = 0.05;
+  spec.default_rule.momentum = 0.9;
+  spec.rules["b"].kind = pserver::RuleKind::kAdam;
+  spec.rules["b"].learning_rate = 0.001;
+  ps::InitConfig config = pserver::InitSpecToThrift(spec);
+  FABPS_FUZZ_CHECK(pserver::InitSpecFromThrift(config).ok());
+
+  ps::PServer_InitParams_args init;
+  init.trainer_id = 1;
+  init.config = config;
+  Put(t, "pserver-init-params", Thrift(1, init));
+  ps::PServer_InitBlock_args block;
+  block.trainer_id = 1;
+  block.block = 2;
+  block.values = std::string(16, '\x3f');
+  Put(t, "pserver-init-block", Thrift(2, block));
+  ps::PServer_RegisterTrainer_args reg;
+  reg.hello.trainer_id = 4;
+  reg.hello.fabric_address = std::string("\x02\x00\x1b\x58\x7f\x00\x00\x01", 8);
+  reg.hello.credit_region = std::string(24, '\x01');
+  reg.hello.provider = "tcp;ofi_rxm";
+  reg.hello.max_slot_bytes = 1 << 20;
+  Put(t, "pserver-register-trainer", Thrift(5, reg));
+  ps::PServer_SaveModel_args save;
+  save.dir = "/tmp/ckpt";
+  Put(t, "pserver-save-model", Thrift(6, save));
+
+  ms::Master_SetDataset_args dataset;
+  dataset.globs = {"/data/train-*", "/data/extra"};
+  Put(t, "master-set-dataset", Thrift(8, dataset));
+  ms::Master_GetTask_args get;
+  get.pass_id = 2;
+  get.trainer_id = "trainer-0";
+  Put(t, "master-get-task", Thrift(9, get));
+  ms::Master_TaskFinished_args finished;
+  finished.task_id = 17;
+  finished.epoch = 3;
+  Put(t, "master-task-finished", Thrift(10, finished));
+
+  Put(t, "init-config", Thrift(14, config));
+  ps::Registration r;
+  r.trainer_index = 1;
+  r.num_slots = 4;
+  r.slot_bytes = 4096;
+  r.blocks.resize(2);
+  r.blocks[1].block = 3;
+  r.blocks[1].offset = 128;
+  r.blocks[1].bytes = 64;
+  Put(t, "registration", Thrift(15, r));
+  ms::GetTaskReply reply;
+  reply.result = ms::GetTaskResult::TASK;
+  reply.pass_id = 1;
+  reply.task.id = 9;
+  reply.task.chunks.resize(1);
+  reply.task.chunks[0].path = "/data/train-0";
+  reply.task.chunks[0].offset = 0;
+  reply.task.chunks[0].records = 100;
+  reply.__isset.task = true;
+  Put(t, "get-task-reply", Thrift(18, reply));
+
+  // A whole call message, as a client sends it.
+  auto buf = std::make_shared<TMemoryBuffer>();
+  TBinaryProtocol proto(buf);
+  proto.writeMessageBegin("GetTask", apache::thrift::protocol::T_CALL, 5);
+  get.write(&proto);
+  proto.writeMessageEnd();
+  Put(t, "message-get-task", std::string(1, 21) + buf->getBufferAsString());
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: %s CORPUS_DIR\n", argv[0]);
+    return 2;
+  }
+  g_root = argv[1];
+  mkdir(g_root.c_str(), 0755);
+  RecordioSeeds();
+  CheckpointSeeds();
+  LayoutSeeds();
+  WireSeeds();
+  ControlPlaneSeeds();
+  std::printf("seeds written under %s\n", g_root.c_str());
+  return 0;
+}

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Builds the libFuzzer targets of fuzz/ with clang into build-fuzz/ (or
+# $FABPS_FUZZ_BUILD_DIR) and runs each one on a copy of its seed corpus
+# (fuzz/corpus/<target>/), printing the executions per target. Fails when a
+# target crashes, leaks, times out or runs out of memory; the input that did
+# it is kept under <build>/fuzz-artifacts/ (rerun: <build>/fuzz/<target> FILE).
+#
+#   tools/fuzz.sh [SECONDS]    each target for SECONDS (default 15)
+#   tools/fuzz.sh --long [N]   each target for N executions (default 10000000)
+#
+# Called by tools/test.sh with a short time; usable alone.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${FABPS_FUZZ_BUILD_DIR:-$root/build-fuzz}"
+cd "$root"
+
+limit=(-max_total_time=15)
+case "${1:-}" in
+  "") ;;
+  --long) limit=(-runs="${2:-10000000}") ;;
+  *[!0-9]*) echo "usage: $0 [SECONDS | --long [RUNS]]" >&2; exit 2 ;;
+  *) limit=(-max_total_time="$1") ;;
+esac
+
+echo "== fuzz: configure $build"
+CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
+  -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABPS_BUILD_FUZZERS=ON \
+  -DFABPS_BUILD_TESTS=OFF -DFABPS_BUILD_BENCHMARKS=OFF >/dev/null
+echo "== fuzz: build"
+cmake --build "$build" -j "$(nproc)" --target fabps_fuzzers | tail -n 1
+
+export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 ${ASAN_OPTIONS:-}"
+export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
+runs="$build/fuzz-runs"
+artifacts="$build/fuzz-artifacts"
+mkdir -p "$artifacts"
+failed=()
+for seeds in fuzz/corpus/*/; do
+  target="$(basename "$seeds")"
+  bin="$build/fuzz/$target"
+  if [ ! -x "$bin" ]; then
+    echo "fuzz: no binary for corpus $seeds" >&2
+    failed+=("$target")
+    continue
+  fi
+  # A fresh copy each run: new inputs libFuzzer finds stay out of the tree.
+  work="$runs/$target"
+  rm -rf "$work"
+  mkdir -p "$work"
+  cp "$seeds"* "$work/"
+  log="$runs/$target.log"
+  status=0
+  "$bin" "${limit[@]}" -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 \
+    -artifact_prefix="$artifacts/$target-" "$work" >"$log" 2>&1 || status=$?
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
+  corpus="$(find "$work" -type f | wc -l)"
+  if [ "$status" -ne 0 ]; then
+    echo "fuzz: $target FAILED (exit $status) after ${execs:-?} executions; log $log"
+    grep -E -A 30 'ERROR:|runtime error|check failed|deadly signal' "$log" | head -n 60 || tail -n 40 "$log"
+    failed+=("$target")
+  else
+    printf 'fuzz: %-22s %12s executions, corpus %s inputs\n' "$target" "$execs" "$corpus"
+  fi
+done
+
+if [ "${#failed[@]}" -ne 0 ]; then
+  echo "fuzz: failed: ${failed[*]} (inputs in $artifacts)"
+  exit 1
+fi
+echo "fuzz: all targets passed"
