@@ -23,6 +23,7 @@
 #include <condition_variable>
 #include <cstring>
 #include <limits>
+#include <thread>
 #include <unordered_set>
 
 #include "base/log.h"
@@ -149,9 +150,14 @@ class ConnectionGuard {
 class GuardedSocket : public TSocket {
  public:
   friend class GuardedServerSocket;
-  GuardedSocket(int fd, std::shared_ptr<ConnectionGuard> guard)
-      : TSocket(fd), guard_(std::move(guard)), fd_(fd) {}
-  ~GuardedSocket() override { guard_->Forget(this); }
+  // `shared_fd`: the fd belongs to someone else and is never closed here.
+  GuardedSocket(int fd, std::shared_ptr<ConnectionGuard> guard,
+                bool shared_fd = false)
+      : TSocket(fd), guard_(std::move(guard)), fd_(fd), shared_fd_(shared_fd) {}
+  ~GuardedSocket() override {
+    guard_->Forget(this);
+    if (shared_fd_) socket_ = THRIFT_INVALID_SOCKET;  // ~TSocket closes it
+  }
 
   uint32_t read(uint8_t* buf, uint32_t len) override {
     if (closing_.load(std::memory_order_acquire)) return 0;
@@ -167,6 +173,10 @@ class GuardedSocket : public TSocket {
   }
   void close() override {
     guard_->Forget(this);  // before the fd can be reused
+    if (shared_fd_) {
+      socket_ = THRIFT_INVALID_SOCKET;
+      return;
+    }
     TSocket::close();
   }
 
@@ -174,6 +184,7 @@ class GuardedSocket : public TSocket {
   friend class ConnectionGuard;
   const std::shared_ptr<ConnectionGuard> guard_;
   const int fd_;
+  const bool shared_fd_;
   std::string peer_ = "(not accepted)";  // set before Admit, then constant
   std::atomic<bool> closing_{false};
   // Guarded by the guard's mu_.
@@ -197,7 +208,8 @@ void ConnectionGuard::Admit(GuardedSocket* s, bool refused) {
   if (refused) {
     s->refused_ = true;
     stats_.refused++;
-    DoomLocked(s, SHUT_RDWR, "refused: out of file descriptors");
+    DoomLocked(s, SHUT_RDWR,
+               "refused: accept failed (out of file descriptors?)");
     return;
   }
   if (counted_ >= o_.max_connections) {
@@ -366,23 +378,32 @@ void ConnectionGuard::Warn(const std::string& what) {
 
 // The listening socket: accepts with GuardedSockets and never throws out of
 // the event loop (TNonblockingServer would stop serving). When accept()
-// fails (out of file descriptors, a connection reset while queued) it hands
-// the server a connection that reads as closed instead: the pending peer
-// itself when a spare descriptor lets it be accepted, else a reserved
-// socket pair end.
+// fails it hands the server a connection that reads as closed instead: the
+// pending peer itself when out of descriptors and a spare one lets it be
+// accepted (so it is told no rather than left waiting), else a socket end
+// whose peer is gone, kept for that and never closed.
 class GuardedServerSocket : public TNonblockingServerSocket {
  public:
   GuardedServerSocket(const std::string& host, int port,
                       std::shared_ptr<ConnectionGuard> guard)
-      : TNonblockingServerSocket(host, port), guard_(std::move(guard)) {}
+      : TNonblockingServerSocket(host, port), guard_(std::move(guard)) {
+    int pair[2];
+    if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
+                     pair) != 0) {
+      throw TTransportException(TTransportException::UNKNOWN, "socketpair",
+                                errno);
+    }
+    ::close(pair[1]);
+    dead_end_fd_ = pair[0];
+  }
   ~GuardedServerSocket() override {
     if (spare_fd_ >= 0) ::close(spare_fd_);
-    if (dead_end_fd_ >= 0) ::close(dead_end_fd_);
+    ::close(dead_end_fd_);
   }
 
  protected:
   std::shared_ptr<TSocket> acceptImpl() override {
-    Refill();
+    if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
     sockaddr_storage addr{};
     socklen_t len = sizeof(addr);
     int listen_fd = getSocketFD();
@@ -398,43 +419,30 @@ class GuardedServerSocket : public TNonblockingServerSocket {
                      SOCK_NONBLOCK | SOCK_CLOEXEC);
       refused = true;
     }
-    if (fd < 0) {
-      if (dead_end_fd_ < 0) {
-        throw TTransportException(TTransportException::UNKNOWN,
-                                  "accept() failed, no reserve", err);
-      }
-      fd = dead_end_fd_;
-      dead_end_fd_ = -1;
-      refused = true;
-      len = 0;
-    }
-    auto socket = std::make_shared<GuardedSocket>(fd, guard_);
-    if (len > 0) {
+    std::shared_ptr<GuardedSocket> socket;
+    if (fd >= 0) {
+      socket = std::make_shared<GuardedSocket>(fd, guard_);
       socket->setCachedAddress(reinterpret_cast<sockaddr*>(&addr), len);
       socket->peer_ = socket->getPeerAddress() + ":" +
                       std::to_string(socket->getPeerPort());
+    } else {
+      if (err == EMFILE || err == ENFILE) {
+        // The peer stays queued and the listener ready: do not spin on it
+        // while descriptors are short.
+        std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      }
+      socket = std::make_shared<GuardedSocket>(dead_end_fd_, guard_,
+                                               /*shared_fd=*/true);
+      refused = true;
     }
     guard_->Admit(socket.get(), refused);
     return socket;
   }
 
  private:
-  // Keeps one spare descriptor and one dead socket end in reserve.
-  void Refill() {
-    if (spare_fd_ < 0) spare_fd_ = ::open("/dev/null", O_RDONLY | O_CLOEXEC);
-    if (dead_end_fd_ < 0) {
-      int pair[2];
-      if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
-                       pair) == 0) {
-        ::close(pair[1]);
-        dead_end_fd_ = pair[0];
-      }
-    }
-  }
-
   const std::shared_ptr<ConnectionGuard> guard_;
   int spare_fd_ = -1;     // IO thread 0 only
-  int dead_end_fd_ = -1;  // IO thread 0 only
+  int dead_end_fd_ = -1;  // never handed over for good
 };
 
 // Per-connection context: which socket a request came on.
