@@ -1,0 +1,233 @@
+// thrift/rpc_server.h in process with small limits and short timeouts: the
+// connection limit (eviction and refusal), the frame, first-request and idle
+// timeouts, the pending-bytes budget, running out of file descriptors, and
+// the counters. The same defenses against real daemons with their defaults:
+// bad_peer_process_test.cc.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <sys/resource.h>
+
+#include <chrono>
+#include <thread>
+#include <vector>
+
+#include "tests/thrift/thrift_wire.h"
+#include "tests/util/raw_socket.h"
+#include "thrift/rpc_client.h"
+#include "thrift/rpc_server.h"
+#include "thrift_gen/master/Master.h"
+
+namespace fabps::rpc {
+namespace {
+
+using fabps::testing::RawSocket;
+using Clock = std::chrono::steady_clock;
+namespace w = fabps::testing::wire;
+
+int64_t MsSince(Clock::time_point t) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(Clock::now() - t)
+      .count();
+}
+
+// Status answers at once; SetDataset takes `slow_ms` (a busy handler).
+class StubMaster : public master::MasterIf {
+ public:
+  explicit StubMaster(int slow_ms = 0) : slow_ms_(slow_ms) {}
+  void SetDataset(const std::vector<std::string>&) override {
+    std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms_));
+  }
+  void GetTask(master::GetTaskReply&, int64_t, const std::string&) override {}
+  bool TaskFinished(int64_t, int64_t) override { return false; }
+  bool TaskFailed(int64_t, int64_t) override { return false; }
+  bool RequestSaveModel(const std::string&, int64_t) override { return false; }
+  void Status(master::MasterStatus& st) override { st.pass_id = 7; }
+
+ private:
+  int slow_ms_;
+};
+
+class RpcServerLimitsTest : public ::testing::Test {
+ protected:
+  void StartServer(RpcServerOptions o, int slow_ms = 0) {
+    auto s = RpcServer::Start(std::make_shared<master::MasterProcessor>(
+                                  std::make_shared<StubMaster>(slow_ms)),
+                              o);
+    ASSERT_TRUE(s.ok()) << s.status().ToString();
+    server_ = std::move(s).value();
+  }
+  RawSocket Open() {
+    auto s = RawSocket::Connect("127.0.0.1", server_->port());
+    EXPECT_TRUE(s.ok()) << s.status().ToString();
+    return s.ok() ? std::move(s).value() : RawSocket();
+  }
+  Status GoodCall(int recv_timeout_ms = 2000) {
+    RpcClientOptions o;
+    o.port = server_->port();
+    o.recv_timeout_ms = recv_timeout_ms;
+    RpcConnection<master::MasterClient> c(o);
+    return c.Call("Status", [](master::MasterClient& m) {
+      master::MasterStatus st;
+      m.Status(st);
+    });
+  }
+
+  std::unique_ptr<RpcServer> server_;
+};
+
+TEST_F(RpcServerLimitsTest, OptionsOutOfRangeAreRefused) {
+  auto processor =
+      std::make_shared<master::MasterProcessor>(std::make_shared<StubMaster>());
+  auto refused = [&](auto set) {
+    RpcServerOptions o;
+    set(o);
+    return RpcServer::Start(processor, o).status().code() ==
+           Status::Code::kInvalidArgument;
+  };
+  EXPECT_TRUE(refused([](auto& o) { o.max_connections = 0; }));
+  EXPECT_TRUE(refused([](auto& o) { o.frame_timeout_ms = -1; }));
+  EXPECT_TRUE(refused([](auto& o) { o.idle_timeout_ms = 86'400'001; }));
+  EXPECT_TRUE(refused([](auto& o) { o.first_request_timeout_ms = -5; }));
+  EXPECT_TRUE(refused([](auto& o) {
+    o.max_frame_bytes = 1 << 20;
+    o.max_pending_request_bytes = 1 << 19;
+  }));
+}
+
+TEST_F(RpcServerLimitsTest, FrameTimeoutClosesASlowSenderNotABusyHandler) {
+  RpcServerOptions o;
+  o.frame_timeout_ms = 300;
+  StartServer(o, /*slow_ms=*/1000);
+  RawSocket slow = Open();
+  ASSERT_TRUE(slow.Send(w::Call("Status").substr(0, 10)).ok());
+  auto t = Clock::now();
+  EXPECT_TRUE(slow.WaitClosed(2000));
+  EXPECT_GE(MsSince(t), 250);
+  EXPECT_EQ(server_->stats().timed_out, 1u);
+  // A handler that takes longer than the frame timeout is not cut off.
+  RpcClientOptions co;
+  co.port = server_->port();
+  RpcConnection<master::MasterClient> c(co);
+  Status s = c.Call("SetDataset",
+                    [](master::MasterClient& m) { m.SetDataset({"x"}); });
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  EXPECT_EQ(server_->stats().timed_out, 1u);
+}
+
+TEST_F(RpcServerLimitsTest, FirstRequestAndIdleTimeouts) {
+  RpcServerOptions o;
+  o.first_request_timeout_ms = 300;
+  o.idle_timeout_ms = 800;
+  StartServer(o);
+  RawSocket silent = Open();
+  RawSocket used = Open();
+  auto t = Clock::now();
+  ASSERT_TRUE(used.Send(w::Call("Status")).ok());
+  std::string frame;
+  ASSERT_EQ(used.WaitForFrameOrClose(2000, &frame), RawSocket::Outcome::kReply);
+  EXPECT_EQ(w::ParseReply(frame).message_type,
+            apache::thrift::protocol::T_REPLY);
+  EXPECT_TRUE(silent.WaitClosed(2000));
+  int64_t silent_ms = MsSince(t);
+  EXPECT_TRUE(used.WaitClosed(3000));
+  int64_t used_ms = MsSince(t);
+  EXPECT_GE(silent_ms, 250);
+  EXPECT_GE(used_ms, 750);  // the used connection got the idle timeout
+  EXPECT_LT(silent_ms, used_ms);
+  EXPECT_EQ(server_->stats().timed_out, 2u);
+}
+
+TEST_F(RpcServerLimitsTest, LimitEvictsTheIdlestThenRefusesWhenAllAreBusy) {
+  RpcServerOptions o;
+  o.max_connections = 4;
+  o.frame_timeout_ms = 1500;
+  StartServer(o);
+  std::vector<RawSocket> idle;
+  for (int i = 0; i < 4; i++) idle.push_back(Open());
+  // A used connection ranks after never-used ones.
+  ASSERT_TRUE(idle[0].Send(w::Call("Status")).ok());
+  ASSERT_EQ(idle[0].WaitForFrameOrClose(2000), RawSocket::Outcome::kReply);
+  RawSocket fifth = Open();
+  EXPECT_TRUE(idle[1].WaitClosed(2000)) << "the oldest never-used one goes";
+  EXPECT_FALSE(idle[0].WaitClosed(100));
+  EXPECT_EQ(server_->stats().evicted, 1u);
+  // Now make every connection busy (mid-frame): a new one is refused.
+  std::vector<RawSocket*> busy = {&idle[0], &idle[2], &idle[3], &fifth};
+  for (RawSocket* s : busy) ASSERT_TRUE(s->Send(w::U32(100) + "ab").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RawSocket sixth = Open();
+  EXPECT_TRUE(sixth.WaitClosed(1000));
+  EXPECT_EQ(server_->stats().refused, 1u);
+  // Once the frame timeout frees them, good clients get in again.
+  for (RawSocket* s : busy) EXPECT_TRUE(s->WaitClosed(4000));
+  Status s = GoodCall();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(RpcServerLimitsTest, PendingBytesBudget) {
+  RpcServerOptions o;
+  o.max_frame_bytes = 64 << 10;
+  o.max_pending_request_bytes = 128 << 10;
+  StartServer(o);
+  RawSocket a = Open(), b = Open(), c = Open();
+  ASSERT_TRUE(a.Send(w::U32(60 << 10) + "x").ok());
+  ASSERT_TRUE(b.Send(w::U32(60 << 10) + "x").ok());
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(c.Send(w::U32(60 << 10) + "x").ok());
+  EXPECT_TRUE(c.WaitClosed(2000)) << "a third 60 KiB frame passes 128 KiB";
+  EXPECT_EQ(server_->stats().over_pending_bytes, 1u);
+  // Closing a frees its share.
+  a.Close();
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  RawSocket d = Open();
+  ASSERT_TRUE(d.Send(w::U32(60 << 10) + "x").ok());
+  EXPECT_FALSE(d.WaitClosed(300));
+  Status s = GoodCall();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+TEST_F(RpcServerLimitsTest, BadRequestsAreCounted) {
+  StartServer({});
+  for (uint8_t type : {2, 3}) {
+    RawSocket s = Open();
+    ASSERT_TRUE(s.Send(w::Call("Status", "", type)).ok());
+    std::string frame;
+    ASSERT_EQ(s.WaitForFrameOrClose(2000, &frame), RawSocket::Outcome::kReply);
+    EXPECT_EQ(w::ParseReply(frame).exception_type,
+              apache::thrift::TApplicationException::INVALID_MESSAGE_TYPE);
+    EXPECT_TRUE(s.WaitClosed(2000));
+  }
+  EXPECT_EQ(server_->stats().bad_requests, 2u);
+}
+
+// Out of file descriptors, accept() fails: the server must go on serving
+// (Thrift's own accept path threw out of the event loop and stopped it).
+TEST_F(RpcServerLimitsTest, RunningOutOfFileDescriptorsDoesNotStopServing) {
+  StartServer({});
+  rlimit saved{};
+  ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
+  int used = 0;
+  for (int fd = 0; fd < 4096; fd++) used = fcntl(fd, F_GETFD) != -1 ? fd : used;
+  rlimit low = saved;
+  low.rlim_cur = static_cast<rlim_t>(used + 40);
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  std::vector<RawSocket> socks;
+  for (int i = 0; i < 200; i++) {
+    auto s = RawSocket::Connect("127.0.0.1", server_->port(), 500);
+    if (!s.ok()) break;
+    socks.push_back(std::move(s).value());
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  socks.clear();
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
+  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  RpcServerStats st = server_->stats();
+  std::printf("connections accepted %llu, refused %llu\n",
+              static_cast<unsigned long long>(st.accepted),
+              static_cast<unsigned long long>(st.refused));
+  EXPECT_GE(st.refused, 1u) << "the limit was never hit";
+  Status s = GoodCall();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+}
+
+}  // namespace
+}  // namespace fabps::rpc
