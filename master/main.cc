@@ -1,11 +1,16 @@
 // fabps-master: serves master.thrift's Master service for one job.
 //
 // Start-up: open the coordination store (--store, default local:<state-dir>),
-// replay the master journal (resuming any earlier master's state exactly),
-// serve on --host:--port (0 picks a free port), then publish "host:port"
-// under the store key master/addr and in --port-file. Shutdown on SIGTERM or
-// SIGINT. Leader election (several masters) is to come: it slots in before
-// the journal is loaded, and the lease it holds will fence journal writes.
+// take the job's leader lock master/lock (coord/lease_lock.h; several masters
+// may run: the others wait as standbys and one takes over within the lease
+// TTL, --lease-ttl, when the leader dies), replay the master journal
+// (resuming the previous master's state exactly), serve on --host:--port
+// (0 picks a free port), then publish "host:port" under master/addr (attached
+// to the lock's lease, so it vanishes with the leader) and in --port-file.
+// Every journal write is fenced by the lock. A leader that loses its lease
+// (store unreachable for a TTL) exits with status 3 at once rather than risk
+// two masters. Shutdown on SIGTERM or SIGINT releases the lock, so a standby
+// takes over without waiting for the TTL.
 #include <signal.h>
 #include <unistd.h>
 
@@ -17,6 +22,7 @@
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "coord/lease_lock.h"
 #include "coord/store.h"
 #include "master/clock.h"
 #include "master/master_service.h"
@@ -37,7 +43,15 @@ struct Flags {
   int worker_threads = 4;
   DispatcherOptions dispatch;
   int64_t expire_interval_ms = 100;
+  int64_t lease_ttl_s = 5;
 };
+
+std::string Identity(const std::string& host) {
+  char name[256] = {0};
+  ::gethostname(name, sizeof(name) - 1);
+  return std::string(name) + " pid " + std::to_string(::getpid()) +
+         " serving on " + host;
+}
 
 int Run(const Flags& flags) {
   SetLogTag("master");
@@ -57,7 +71,31 @@ int Run(const Flags& flags) {
     FABPS_LOG(ERROR) << "opening the store: " << store.status().ToString();
     return 1;
   }
+  // Leader election: wait (as a standby) until master/lock is ours.
+  coord::LeaseLockOptions lo;
+  lo.ttl_seconds = flags.lease_ttl_s;
+  lo.value = Identity(flags.host);
+  bool stop_requested = false;
+  auto cancelled = [&] {
+    timespec zero{0, 0};
+    int sig = sigtimedwait(&signals, nullptr, &zero);
+    if (sig == SIGTERM || sig == SIGINT) stop_requested = true;
+    return stop_requested;
+  };
+  auto lock = coord::LeaseLock::Acquire(store->get(), "master/lock", lo,
+                                        Deadline::Infinite(), cancelled);
+  if (!lock.ok()) {
+    if (stop_requested) {
+      FABPS_LOG(INFO) << "signal while standing by: exiting";
+      return 0;
+    }
+    FABPS_LOG(ERROR) << "taking master/lock: " << lock.status().ToString();
+    return 1;
+  }
+  FABPS_LOG(INFO) << "holding master/lock (lease " << (*lock)->lease()
+                  << ", ttl " << flags.lease_ttl_s << " s): loading the state";
   StoreJournal journal(store->get());
+  journal.SetFence({(*lock)->Fence()});
   SystemClock clock;
   auto dispatcher = TaskDispatcher::Open(&journal, &clock, flags.dispatch);
   if (!dispatcher.ok()) {
@@ -78,10 +116,14 @@ int Run(const Flags& flags) {
     return 1;
   }
   std::string addr = flags.host + ":" + std::to_string((*server)->port());
-  auto put = (*store)->Put("master/addr", addr, coord::kNoLease,
-                           (*store)->DefaultDeadline());
-  if (!put.ok()) {
-    FABPS_LOG(ERROR) << "publishing master/addr: " << put.status().ToString();
+  auto put =
+      (*store)->Txn({(*lock)->Fence()},
+                    {coord::TxnOp::Put("master/addr", addr, (*lock)->lease())},
+                    {}, (*store)->DefaultDeadline());
+  if (!put.ok() || !put->succeeded) {
+    FABPS_LOG(ERROR) << "publishing master/addr: "
+                     << (put.ok() ? "lost master/lock"
+                                  : put.status().ToString());
     return 1;
   }
   if (!flags.port_file.empty()) {
@@ -105,19 +147,22 @@ int Run(const Flags& flags) {
       FABPS_LOG(INFO) << "signal " << sig << ": shutting down";
       break;
     }
+    if (!(*lock)->held()) {
+      FABPS_LOG(ERROR) << "lost master/lock (store unreachable for a lease "
+                          "TTL?): stopping at once; a standby takes over";
+      (*server)->Stop();
+      return 3;
+    }
     Status s = (*dispatcher)->ExpireTimedOut();
     if (!s.ok()) {
       FABPS_LOG(WARNING) << "expiring timed-out tasks: " << s.ToString();
     }
   }
   (*server)->Stop();
-  // Withdraw the address only if it is still ours.
-  auto txn = (*store)->Txn({coord::Compare::ValueEquals("master/addr", addr)},
-                           {coord::TxnOp::Delete("master/addr")}, {},
-                           (*store)->DefaultDeadline());
-  if (!txn.ok()) {
-    FABPS_LOG(WARNING) << "withdrawing master/addr: "
-                       << txn.status().ToString();
+  // Releasing the lock removes master/addr with it; a standby takes over.
+  Status released = (*lock)->Release((*store)->DefaultDeadline());
+  if (!released.ok()) {
+    FABPS_LOG(WARNING) << "releasing master/lock: " << released.ToString();
   }
   return 0;
 }
@@ -165,6 +210,10 @@ int main(int argc, char** argv) {
   app.add_option("--expire-interval-ms", f.expire_interval_ms,
                  "how often pending deadlines are checked")
       ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+  app.add_option("--lease-ttl", f.lease_ttl_s,
+                 "seconds: the leader lock's lease; a standby takes over "
+                 "this long after the leader dies")
+      ->check(CLI::Range(int64_t{2}, int64_t{600}));
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

@@ -163,6 +163,18 @@ Result<JournalContents> StoreJournal::Load() {
   return contents;
 }
 
+Status StoreJournal::CommitFenced(const std::vector<coord::TxnOp>& ops,
+                                  const std::string& what) {
+  auto r = store_->Txn(fence_, ops, {}, store_->DefaultDeadline());
+  if (!r.ok()) return r.status().WithContext("master journal: " + what);
+  if (!r->succeeded) {
+    return Status::FailedPrecondition(
+        "master journal: " + what +
+        " refused: this master no longer holds master/lock");
+  }
+  return Status::OK();
+}
+
 Status StoreJournal::AppendBatch(const std::vector<std::string>& changes) {
   if (!loaded_)
     return Status::FailedPrecondition("master journal: Append before Load");
@@ -187,11 +199,8 @@ Status StoreJournal::AppendBatch(const std::vector<std::string>& changes) {
         coord::TxnOp::Put(kJournalPrefix + Seq(seq), std::move(value)));
     ++seq;
   }
-  auto r = store_->Txn({}, ops, {}, store_->DefaultDeadline());
-  if (!r.ok()) {
-    return r.status().WithContext("master journal: append " +
-                                  std::to_string(next_seq_));
-  }
+  FABPS_RETURN_IF_ERROR(
+      CommitFenced(ops, "append " + std::to_string(next_seq_)));
   next_seq_ = seq;
   since_compaction_ += changes.size();
   return Status::OK();
@@ -221,8 +230,7 @@ Status StoreJournal::Compact(const std::string& snapshot) {
     ops.push_back(
         coord::TxnOp::Delete(kSnapshotPrefix + Seq(snapshot_gen_) + "/", true));
   }
-  auto r = store_->Txn({}, ops, {}, store_->DefaultDeadline());
-  if (!r.ok()) return r.status().WithContext("master journal: compaction txn");
+  FABPS_RETURN_IF_ERROR(CommitFenced(ops, "compaction"));
   snapshot_gen_ = gen;
   since_compaction_ = 0;
   return Status::OK();

@@ -19,14 +19,19 @@
 // Load validates everything: head and part checksums, sizes, that journal
 // sequence numbers follow the snapshot without gaps; Corruption otherwise.
 //
+// Fencing: only one master may write a job's journal at a time. The master
+// holding master/lock (coord/lease_lock.h) passes its Fence(); every append
+// and compaction then commits only while that lock is still the one it
+// created, and fails with FailedPrecondition once another master took over.
+//
 // Thread safety: none (the dispatcher serializes calls). The Store must
-// outlive the journal. Only one master may write a job's journal at a time
-// (leader election, a later issue, will fence it).
+// outlive the journal.
 #ifndef FABPS_MASTER_STORE_JOURNAL_H_
 #define FABPS_MASTER_STORE_JOURNAL_H_
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "coord/store.h"
 #include "master/journal.h"
@@ -42,6 +47,11 @@ class StoreJournal : public Journal {
   static constexpr size_t kInlineBytes = 64 << 10;
 
   explicit StoreJournal(coord::Store* store) : store_(store) {}
+
+  // Compares that must hold for every write (see Fencing); none by default.
+  void SetFence(std::vector<coord::Compare> fence) {
+    fence_ = std::move(fence);
+  }
 
   Result<JournalContents> Load() override;
   // One Txn putting every record (large ones' parts are put first).
@@ -59,7 +69,12 @@ class StoreJournal : public Journal {
   Result<std::string> GetParts(const std::string& prefix,
                                const std::string& header);
 
+  // The fenced Txn of an append or compaction.
+  Status CommitFenced(const std::vector<coord::TxnOp>& ops,
+                      const std::string& what);
+
   coord::Store* store_;
+  std::vector<coord::Compare> fence_;
   uint64_t next_seq_ = 1;
   uint64_t snapshot_gen_ = 0;  // 0: no snapshot yet
   uint64_t last_attempted_gen_ = 0;
