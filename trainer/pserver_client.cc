@@ -8,6 +8,8 @@
 #include <unordered_map>
 
 #include "base/log.h"
+#include "coord/lease_lock.h"
+#include "coord/store.h"
 #include "pserver/dtype.h"
 #include "pserver/rpc/init_config.h"
 #include "pserver/wire.h"
@@ -100,6 +102,78 @@ struct PServerClient::Impl {
     std::string values;
   };
   std::vector<PendingParam> init_params;
+  std::unique_ptr<coord::Store> store;          // with options.store_spec
+  std::unique_ptr<coord::LeaseLock> init_lock;  // held while initializing
+
+  std::unique_ptr<rpc::RpcConnection<ps::PServerClient>> MakeConn(
+      const std::string& address, Status* error) {
+    rpc::RpcClientOptions ro;
+    *error = rpc::ParseHostPort(address, &ro);
+    if (!error->ok()) return nullptr;
+    ro.send_timeout_ms = options.rpc_timeout_ms;
+    ro.recv_timeout_ms = options.rpc_timeout_ms;
+    ro.max_frame_bytes = size_t{64} << 20;
+    return std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
+  }
+
+  // With a store: records that the parameters exist and gives init/lock up.
+  void MarkInitDone() {
+    if (!store || !init_lock) return;
+    auto r =
+        store->Put("init/done", "trainer " + std::to_string(options.trainer_id),
+                   coord::kNoLease, store->DefaultDeadline());
+    if (!r.ok()) {
+      FABPS_LOG(WARNING) << "putting init/done: " << r.status().ToString();
+    }
+    (void)init_lock->Release(store->DefaultDeadline());
+    init_lock.reset();
+  }
+
+  // The pservers' addresses from the store: ps/count, then ps/<i>/addr,
+  // waiting (until `deadline`) for the ones not published yet.
+  Result<std::vector<std::string>> Resolve(Deadline deadline) {
+    Status last;
+    for (;;) {
+      auto count = store->Get("ps/count", store->DefaultDeadline());
+      if (count.ok()) {
+        uint32_t n = 0;
+        try {
+          n = static_cast<uint32_t>(std::stoul(count->value));
+        } catch (...) {
+          n = 0;
+        }
+        if (n == 0 || n > pserver::wire::kMaxPserverIndex)
+          return Status::Corruption("bad ps/count '" + count->value + "'");
+        auto range = store->Range("ps/", store->DefaultDeadline());
+        if (range.ok()) {
+          std::vector<std::string> out(n);
+          uint32_t found = 0;
+          for (const auto& kv : range->kvs) {
+            uint32_t i = 0;
+            char tail[8] = {0};
+            if (std::sscanf(kv.key.c_str(), "ps/%u/%7s", &i, tail) == 2 &&
+                std::strcmp(tail, "addr") == 0 && i < n && out[i].empty()) {
+              out[i] = kv.value;
+              found++;
+            }
+          }
+          if (found == n) return out;
+          last = Status::Unavailable(std::to_string(n - found) + " of " +
+                                     std::to_string(n) +
+                                     " pservers not published in the store");
+        } else {
+          last = range.status();
+        }
+      } else {
+        last = count.status().code() == Status::Code::kNotFound
+                   ? Status::Unavailable("no ps/count in the store yet")
+                   : count.status();
+      }
+      if (deadline.Expired())
+        return last.WithContext("finding the pservers in the store");
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+  }
 
   std::mutex slots_mu;  // every Server's slots and free_slots
   std::condition_variable slots_cv;
@@ -267,6 +341,21 @@ struct PServerClient::Impl {
     for (auto& p : orphans)
       p->PartDone(Status::Unavailable("pserver connection was reset"));
     for (auto& s : servers) s.conn->Close();
+    if (store) {
+      // A restarted pserver may serve elsewhere now.
+      FABPS_ASSIGN_OR_RETURN(std::vector<std::string> addrs, Resolve(deadline));
+      if (addrs.size() != servers.size()) {
+        return Status::FailedPrecondition(
+            "the job now has " + std::to_string(addrs.size()) +
+            " pservers, this client knows " + std::to_string(servers.size()));
+      }
+      for (size_t i = 0; i < servers.size(); i++) {
+        Status err;
+        auto conn = MakeConn(addrs[i], &err);
+        FABPS_RETURN_IF_ERROR(err);
+        servers[i].conn = std::move(conn);
+      }
+    }
     FABPS_RETURN_IF_ERROR(OpenEndpoint());
     ready = false;
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
@@ -317,13 +406,21 @@ PServerClient::~PServerClient() {
 
 Result<std::unique_ptr<PServerClient>> PServerClient::Connect(
     const PServerClientOptions& options) {
-  if (options.addresses.empty())
-    return Status::InvalidArgument("no pserver addresses");
+  if (options.addresses.empty() && options.store_spec.empty())
+    return Status::InvalidArgument("no pserver addresses and no store");
   if (options.addresses.size() > pserver::wire::kMaxPserverIndex) {
     return Status::InvalidArgument("too many pservers");
   }
   auto impl = std::make_unique<Impl>();
   impl->options = options;
+  if (options.addresses.empty()) {
+    coord::StoreOptions so;
+    so.spec = options.store_spec;
+    so.job = options.job;
+    FABPS_ASSIGN_OR_RETURN(impl->store, coord::OpenStore(so));
+    FABPS_ASSIGN_OR_RETURN(impl->options.addresses,
+                           impl->Resolve(Deadline::InMs(options.init_wait_ms)));
+  }
   if (impl->options.trainer_id == 0) {
     std::random_device rd;
     impl->options.trainer_id =
@@ -339,24 +436,51 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(
       impl->credit_mr,
       impl->fabric->Register(impl->credit_buf.data(), impl->credit_buf.size()));
   FABPS_RETURN_IF_ERROR(impl->OpenEndpoint());
-  impl->servers.resize(options.addresses.size());
-  for (size_t i = 0; i < options.addresses.size(); i++) {
-    rpc::RpcClientOptions ro;
-    FABPS_RETURN_IF_ERROR(rpc::ParseHostPort(options.addresses[i], &ro));
-    ro.send_timeout_ms = options.rpc_timeout_ms;
-    ro.recv_timeout_ms = options.rpc_timeout_ms;
-    ro.max_frame_bytes = size_t{64} << 20;
+  const auto& addresses = impl->options.addresses;
+  impl->servers.resize(addresses.size());
+  for (size_t i = 0; i < addresses.size(); i++) {
+    Status err;
     impl->servers[i].index = static_cast<uint32_t>(i);
-    impl->servers[i].conn =
-        std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
+    impl->servers[i].conn = impl->MakeConn(addresses[i], &err);
+    FABPS_RETURN_IF_ERROR(err);
   }
   return std::unique_ptr<PServerClient>(new PServerClient(std::move(impl)));
 }
 
 Result<bool> PServerClient::BeginInitParams(bool selected) {
-  if (!selected) return false;
   Impl& m = *impl_;
   Deadline deadline = Deadline::InMs(m.options.init_wait_ms);
+  if (m.store) {
+    // The store decides: init/done ends the question; init/lock elects.
+    coord::LeaseLockOptions lo;
+    lo.ttl_seconds = 5;
+    lo.value = "trainer " + std::to_string(m.options.trainer_id);
+    for (;;) {
+      auto done = m.store->Get("init/done", m.store->DefaultDeadline());
+      if (done.ok()) return false;
+      auto lock = coord::LeaseLock::TryAcquire(m.store.get(), "init/lock", lo,
+                                               m.store->DefaultDeadline());
+      if (lock.ok()) {
+        // Initialized between our two reads? Then nothing to do.
+        done = m.store->Get("init/done", m.store->DefaultDeadline());
+        if (done.ok()) {
+          (void)(*lock)->Release(m.store->DefaultDeadline());
+          return false;
+        }
+        m.init_lock = std::move(*lock);
+        break;
+      }
+      if (deadline.Expired()) {
+        return Status::TimedOut("parameters not initialized by init_wait_ms: " +
+                                lock.status().ToString());
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    }
+    FABPS_LOG(INFO) << "trainer " << m.options.trainer_id
+                    << " holds init/lock: initializing the parameters";
+  } else if (!selected) {
+    return false;
+  }
   for (auto& s : m.servers) {
     for (;;) {
       ps::InitGrantKind::type grant{};
@@ -370,7 +494,10 @@ Result<bool> PServerClient::BeginInitParams(bool selected) {
       }
       FABPS_RETURN_IF_ERROR(st);
       if (grant == ps::InitGrantKind::GRANTED) break;
-      if (grant == ps::InitGrantKind::ALREADY_INITIALIZED) return false;
+      if (grant == ps::InitGrantKind::ALREADY_INITIALIZED) {
+        m.MarkInitDone();
+        return false;
+      }
       if (deadline.Expired())
         return Status::TimedOut("another trainer holds the init grant");
       std::this_thread::sleep_for(std::chrono::milliseconds(100));
@@ -397,42 +524,56 @@ Status PServerClient::InitParam(const pserver::ParamSpec& spec,
 
 Status PServerClient::FinishInitParams() {
   Impl& m = *impl_;
-  std::vector<pserver::ParamSpec> specs;
-  for (const auto& p : m.init_params) specs.push_back(p.spec);
-  FABPS_ASSIGN_OR_RETURN(
-      Layout layout, Layout::Build(specs, m.options.block_elements,
-                                   static_cast<uint32_t>(m.servers.size())));
-  pserver::InitSpec spec{layout, m.options.default_rule, m.options.rules};
-  ps::InitConfig config = pserver::InitSpecToThrift(spec);
-  for (auto& s : m.servers) {
-    Status st = m.Call(s, "InitParams", [&](ps::PServerClient& c) {
-      c.InitParams(m.options.trainer_id, config);
-    });
-    if (st.code() == Status::Code::kAlreadyExists) return Status::OK();
-    FABPS_RETURN_IF_ERROR(st);
-  }
-  for (const auto& b : layout.blocks()) {
-    const auto& p = m.init_params[b.param];
-    size_t esize = pserver::DTypeSize(p.spec.dtype);
-    std::string values =
-        p.values.substr(b.first_element * esize, b.num_elements * esize);
-    FABPS_RETURN_IF_ERROR(
-        m.Call(m.servers[b.pserver], "InitBlock", [&](ps::PServerClient& c) {
-          c.InitBlock(m.options.trainer_id, static_cast<int32_t>(b.id), values);
-        }));
-  }
-  for (auto& s : m.servers) {
-    bool first = false;
-    FABPS_RETURN_IF_ERROR(
-        m.Call(s, "FinishInitParams", [&](ps::PServerClient& c) {
-          first = c.FinishInitParams(m.options.trainer_id);
-        }));
-    if (!first) {
-      FABPS_LOG(INFO) << "pserver " << s.index << " was already initialized";
+  auto run = [&]() -> Status {
+    std::vector<pserver::ParamSpec> specs;
+    for (const auto& p : m.init_params) specs.push_back(p.spec);
+    FABPS_ASSIGN_OR_RETURN(
+        Layout layout, Layout::Build(specs, m.options.block_elements,
+                                     static_cast<uint32_t>(m.servers.size())));
+    pserver::InitSpec spec{layout, m.options.default_rule, m.options.rules};
+    ps::InitConfig config = pserver::InitSpecToThrift(spec);
+    for (auto& s : m.servers) {
+      Status st = m.Call(s, "InitParams", [&](ps::PServerClient& c) {
+        c.InitParams(m.options.trainer_id, config);
+      });
+      if (st.code() == Status::Code::kAlreadyExists) {
+        m.MarkInitDone();
+        return Status::OK();
+      }
+      FABPS_RETURN_IF_ERROR(st);
     }
+    for (const auto& b : layout.blocks()) {
+      const auto& p = m.init_params[b.param];
+      size_t esize = pserver::DTypeSize(p.spec.dtype);
+      std::string values =
+          p.values.substr(b.first_element * esize, b.num_elements * esize);
+      FABPS_RETURN_IF_ERROR(
+          m.Call(m.servers[b.pserver], "InitBlock", [&](ps::PServerClient& c) {
+            c.InitBlock(m.options.trainer_id, static_cast<int32_t>(b.id),
+                        values);
+          }));
+    }
+    for (auto& s : m.servers) {
+      bool first = false;
+      FABPS_RETURN_IF_ERROR(
+          m.Call(s, "FinishInitParams", [&](ps::PServerClient& c) {
+            first = c.FinishInitParams(m.options.trainer_id);
+          }));
+      if (!first) {
+        FABPS_LOG(INFO) << "pserver " << s.index << " was already initialized";
+      }
+    }
+    m.init_params.clear();
+    m.MarkInitDone();
+    return Status::OK();
+  };
+  Status s = run();
+  if (!s.ok() && m.init_lock) {
+    // Let another trainer (or a later call) take init/lock over.
+    (void)m.init_lock->Release(m.store->DefaultDeadline());
+    m.init_lock.reset();
   }
-  m.init_params.clear();
-  return Status::OK();
+  return s;
 }
 
 Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(

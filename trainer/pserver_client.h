@@ -37,6 +37,14 @@
 // address) and registers anew. A trainer therefore treats a failed step as
 // lost and goes on with the next one.
 //
+// Finding the pservers: `addresses`, or, when it is empty, the coordination
+// store `store_spec` of `job`: ps/count gives their number and ps/<i>/addr
+// pserver i's address (published by fabps-pserver --store with its claim on
+// the index). Connect waits up to init_wait_ms for all of them; every
+// reconnect looks them up again, so a pserver restarted elsewhere (another
+// port or host) is found. With a store, which trainer initializes is decided
+// there too (init/lock, init/done): see BeginInitParams.
+//
 // Thread safety: one thread at a time per client (the fabric's progress
 // thread runs inside). Use one client per trainer thread.
 #ifndef FABPS_TRAINER_PSERVER_CLIENT_H_
@@ -57,6 +65,8 @@ namespace fabps::trainer {
 
 struct PServerClientOptions {
   std::vector<std::string> addresses;  // "host:port" of pserver 0, 1, ...
+  std::string store_spec;  // used when `addresses` is empty (see above)
+  std::string job = "default";
   std::string provider = "auto";
   std::string
       interface_address;   // fabric interface; "" : the provider's choice
@@ -91,6 +101,11 @@ class PServerClient {
   // initialize (it was `selected` and holds the init grant of every
   // pserver), false when someone else does or did (then just use the data
   // calls: they wait until the parameters exist).
+  // With a store, `selected` is ignored: the trainer that takes the leased
+  // key init/lock initializes; the others wait here until init/done appears
+  // (false) or, if the initializer died (its lease ran out), one of them
+  // takes init/lock over and initializes instead. FinishInitParams puts
+  // init/done and releases init/lock.
   Result<bool> BeginInitParams(bool selected);
   // Records a parameter and its initial values (copied).
   Status InitParam(const pserver::ParamSpec& spec, const void* data,

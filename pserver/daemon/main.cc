@@ -6,16 +6,34 @@
 // seconds, and on SIGTERM or SIGINT checkpoints once more and exits 0.
 // Prints "fabps-pserver listening on HOST:PORT" and writes the port to
 // --port-file once serving.
+//
+// With --store (a coordination store, coord/store.h) the pserver takes part
+// in the job's fault tolerance: it claims an index with a lease
+// (coord/lease_lock.h; ps/<i>/lock, the first free i below --num-pservers,
+// or exactly --index when given, waiting while the previous owner's lease
+// runs out), checks ps/count against --num-pservers, keeps its checkpoints in
+// <--checkpoint-dir>/ps-<i> (or where ps/<i>/checkpoint says the last owner
+// of the index kept them, when that directory is reachable), publishes
+// "host:port" under ps/<i>/addr with the lease (trainers find it there) and
+// records each checkpoint under ps/<i>/checkpoint (directory, time). A
+// pserver that loses its lease (store unreachable for the TTL) exits with
+// status 3 at once, without checkpointing, rather than risk two owners of
+// one index; SIGTERM checkpoints and releases the claim.
 #include <signal.h>
+#include <sys/stat.h>
 #include <time.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "coord/lease_lock.h"
+#include "coord/store.h"
 #include "pserver/daemon/data_plane.h"
 #include "pserver/daemon/ps_service.h"
 #include "thrift/rpc_server.h"
@@ -39,15 +57,150 @@ struct Flags {
   int apply_threads = 0;
   int rpc_threads = 4;
   int64_t max_frame_mb = 64;
+  std::string store;
+  std::string job = "default";
+  bool index_given = false;
+  int64_t lease_ttl_s = 5;
 };
 
-int Serve(const Flags& f) {
-  fabps::SetLogTag("pserver-" + std::to_string(f.index));
+bool IsDirectory(const std::string& path) {
+  struct stat st;
+  return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
+}
+
+// The job's coordination: the claimed index and what is published under it.
+struct Claim {
+  std::unique_ptr<fabps::coord::Store> store;
+  std::unique_ptr<fabps::coord::LeaseLock> lock;
+  uint32_t index = 0;
+
+  std::string Key(const std::string& leaf) const {
+    return "ps/" + std::to_string(index) + "/" + leaf;
+  }
+  // A Put that commits only while the claim is ours.
+  fabps::Status FencedPut(const std::string& key, const std::string& value,
+                          fabps::coord::LeaseId lease) {
+    auto r = store->Txn({lock->Fence()},
+                        {fabps::coord::TxnOp::Put(key, value, lease)}, {},
+                        store->DefaultDeadline());
+    if (!r.ok()) return r.status().WithContext("put " + key);
+    if (!r->succeeded)
+      return fabps::Status::FailedPrecondition("lost the claim on " + key);
+    return fabps::Status::OK();
+  }
+};
+
+// Claims an index (see the file comment); sets f->index and the checkpoint
+// directory. Returns the exit code on failure (0 on success).
+int ClaimIndex(Flags* f, Claim* claim, sigset_t* signals) {
+  fabps::coord::StoreOptions so;
+  so.spec = f->store;
+  so.job = f->job;
+  auto store = fabps::coord::OpenStore(so);
+  if (!store.ok()) {
+    FABPS_LOG(ERROR) << "--store: " << store.status().ToString();
+    return 2;
+  }
+  claim->store = std::move(*store);
+  fabps::coord::Store* st = claim->store.get();
+  // Every pserver of the job must agree on the count.
+  std::string n = std::to_string(f->num_pservers);
+  for (;;) {
+    auto r =
+        st->Txn({fabps::coord::Compare::Absent("ps/count")},
+                {fabps::coord::TxnOp::Put("ps/count", n)},
+                {fabps::coord::TxnOp::Get("ps/count")}, st->DefaultDeadline());
+    if (r.ok()) {
+      if (!r->succeeded && r->results[0].kvs[0].value != n) {
+        FABPS_LOG(ERROR) << "--num-pservers " << n << " but job " << f->job
+                         << " has ps/count " << r->results[0].kvs[0].value;
+        return 2;
+      }
+      break;
+    }
+    FABPS_LOG(WARNING) << "store: " << r.status().ToString() << " (retrying)";
+    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  }
+  char host[256] = {0};
+  ::gethostname(host, sizeof(host) - 1);
+  fabps::coord::LeaseLockOptions lo;
+  lo.ttl_seconds = f->lease_ttl_s;
+  lo.value = std::string(host) + " pid " + std::to_string(::getpid());
+  bool stop = false;
+  auto cancelled = [&] {
+    timespec zero{0, 0};
+    int sig = sigtimedwait(signals, nullptr, &zero);
+    if (sig == SIGTERM || sig == SIGINT) stop = true;
+    return stop;
+  };
+  fabps::Result<std::unique_ptr<fabps::coord::LeaseLock>> lock =
+      fabps::Status::OK();
+  if (f->index_given) {
+    lock = fabps::coord::LeaseLock::Acquire(
+        st, "ps/" + std::to_string(f->index) + "/lock", lo,
+        fabps::Deadline::Infinite(), cancelled);
+  } else {
+    lock = fabps::coord::LeaseLock::AcquireFirstFree(
+        st, "ps/", "/lock", f->num_pservers, lo, fabps::Deadline::Infinite(),
+        cancelled, &f->index);
+  }
+  if (!lock.ok()) {
+    if (stop) return 0;
+    FABPS_LOG(ERROR) << "claiming an index: " << lock.status().ToString();
+    return 1;
+  }
+  claim->lock = std::move(*lock);
+  claim->index = f->index;
+  // Where the last owner of this index kept its checkpoints.
+  std::string own = f->checkpoint_dir.empty()
+                        ? ""
+                        : f->checkpoint_dir + "/ps-" + std::to_string(f->index);
+  auto meta = st->Get(claim->Key("checkpoint"), st->DefaultDeadline());
+  if (meta.ok()) {
+    std::string dir = meta->value.substr(0, meta->value.find('\n'));
+    if (dir.rfind("dir=", 0) == 0) dir = dir.substr(4);
+    if (!dir.empty() && dir != own && IsDirectory(dir)) {
+      FABPS_LOG(INFO) << "ps/" << f->index << "/checkpoint names " << dir
+                      << ": recovering from it";
+      own = dir;
+    }
+  }
+  f->checkpoint_dir = own;
+  if (!own.empty()) {
+    ::mkdir(f->checkpoint_dir.substr(0, f->checkpoint_dir.rfind('/')).c_str(),
+            0755);
+    ::mkdir(own.c_str(), 0755);
+  }
+  return 0;
+}
+
+// ps/<i>/checkpoint: where and when this index last checkpointed.
+void RecordCheckpoint(Claim* claim, const std::string& dir) {
+  if (dir.empty()) return;
+  char abs[4096];
+  std::string path = ::realpath(dir.c_str(), abs) ? abs : dir;
+  std::string value =
+      "dir=" + path + "\ntime=" + std::to_string(::time(nullptr)) + "\n";
+  fabps::Status s =
+      claim->FencedPut(claim->Key("checkpoint"), value, fabps::coord::kNoLease);
+  if (!s.ok())
+    FABPS_LOG(WARNING) << "recording the checkpoint: " << s.ToString();
+}
+
+int Serve(Flags f) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
   sigaddset(&signals, SIGINT);
   pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  Claim claim;
+  if (!f.store.empty()) {
+    fabps::SetLogTag("pserver");
+    int rc = ClaimIndex(&f, &claim, &signals);
+    if (rc != 0 || !claim.lock) return rc;
+    FABPS_LOG(INFO) << "claimed index " << f.index << " of job " << f.job;
+  }
+  fabps::SetLogTag("pserver-" + std::to_string(f.index));
 
   fabps::pserver::DataPlaneOptions dpo;
   dpo.provider = f.provider;
@@ -97,6 +250,14 @@ int Serve(const Flags& f) {
       return 1;
     }
   }
+  if (claim.lock) {
+    fabps::Status s =
+        claim.FencedPut(claim.Key("addr"), addr, claim.lock->lease());
+    if (!s.ok()) {
+      FABPS_LOG(ERROR) << "publishing the address: " << s.ToString();
+      return 1;
+    }
+  }
   FABPS_LOG(INFO) << "pserver " << f.index << " of " << f.num_pservers
                   << " serving on " << addr << ", fabric " << (*dp)->provider()
                   << (service->initialized() ? " (recovered)"
@@ -114,6 +275,12 @@ int Serve(const Flags& f) {
                       << ": checkpointing and shutting down";
       break;
     }
+    if (claim.lock && !claim.lock->held()) {
+      FABPS_LOG(ERROR) << "lost the claim on index " << f.index
+                       << ": stopping at once, without a checkpoint";
+      (*server)->Stop();
+      return 3;
+    }
     auto now = std::chrono::steady_clock::now();
     if (period_ms > 0 &&
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_save)
@@ -121,6 +288,7 @@ int Serve(const Flags& f) {
       last_save = now;
       fabps::Status s = service->Checkpoint();
       if (!s.ok()) FABPS_LOG(ERROR) << "periodic checkpoint: " << s.ToString();
+      if (s.ok() && claim.lock) RecordCheckpoint(&claim, f.checkpoint_dir);
     }
   }
   (*server)->Stop();
@@ -128,6 +296,11 @@ int Serve(const Flags& f) {
   if (!s.ok()) {
     FABPS_LOG(ERROR) << "final checkpoint: " << s.ToString();
     return 1;
+  }
+  if (claim.lock) {
+    RecordCheckpoint(&claim, f.checkpoint_dir);
+    fabps::Status r = claim.lock->Release(claim.store->DefaultDeadline());
+    if (!r.ok()) FABPS_LOG(WARNING) << "releasing the claim: " << r.ToString();
   }
   return 0;
 }
@@ -173,7 +346,22 @@ int main(int argc, char** argv) {
   app.add_option("--max-frame-mb", f.max_frame_mb,
                  "largest control-plane frame, MiB")
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
+  app.add_option("--store", f.store,
+                 "coordination store (local:/dir or etcd:http://...): claim "
+                 "an index there, publish the address");
+  app.add_option("--job", f.job, "job name in the store");
+  app.add_option("--lease-ttl", f.lease_ttl_s,
+                 "seconds: the index claim's lease (with --store)")
+      ->check(CLI::Range(int64_t{2}, int64_t{600}));
   CLI11_PARSE(app, argc, argv);
+  f.index_given = app.count("--index") > 0;
+  if (!f.store.empty()) {
+    fabps::Status job = fabps::coord::ValidateJobName(f.job);
+    if (!job.ok()) {
+      std::fprintf(stderr, "--job: %s\n", job.message().c_str());
+      return 2;
+    }
+  }
   if (f.index >= f.num_pservers) {
     std::fprintf(stderr, "--index: %u is not below --num-pservers %u\n",
                  f.index, f.num_pservers);
