@@ -76,14 +76,19 @@ class FashionMnistTrainer {
 
     trainer::PServerClientOptions po;
     po.addresses = config_.pservers;
+    if (po.addresses.empty()) {  // found through the store
+      po.store_spec = config_.store;
+      po.job = config_.job;
+    }
     po.provider = config_.provider;
     po.interface_address = config_.interface_address;
     po.block_elements = config_.block_elements;
     po.default_rule = config_.rule;
     po.rpc_timeout_ms = static_cast<int>(config_.timeout_ms);
     FABPS_ASSIGN_OR_RETURN(ps_, trainer::PServerClient::Connect(po));
-    FABPS_LOG(INFO) << "connected to " << config_.pservers.size()
-                    << " pservers over " << ps_->provider();
+    FABPS_LOG(INFO) << "connected to the pservers"
+                    << (config_.pservers.empty() ? " found in the store" : "")
+                    << " over " << ps_->provider();
 
     for (int i = 0; i < kNumTensors; ++i) {
       const TensorShape& t = MlpTensorShapes()[i];

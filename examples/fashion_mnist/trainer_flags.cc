@@ -54,9 +54,10 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   app.add_option("--master", c->master,
                  "master address (default: master/addr in --store)")
       ->check(host_port);
-  app.add_option("--pservers", c->pservers, "pserver addresses, in index order")
+  app.add_option("--pservers", c->pservers,
+                 "pserver addresses, in index order (default: ps/<i>/addr in "
+                 "--store)")
       ->delimiter(',')
-      ->required()
       ->check(host_port);
   app.add_option("--provider", c->provider,
                  "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
@@ -119,6 +120,9 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
 
   if (c->master.empty() && c->store.empty()) {
     return Fail("--master", "required when --store is not given");
+  }
+  if (c->pservers.empty() && c->store.empty()) {
+    return Fail("--pservers", "required when --store is not given");
   }
   Status job = coord::ValidateJobName(c->job);
   if (!job.ok()) return Fail("--job", job.message());

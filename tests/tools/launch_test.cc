@@ -1,7 +1,8 @@
 // The main job as a user runs it: fabps-launch starts a real master,
 // pservers and trainers of the Fashion-MNIST example, trains one pass, and
 // leaves no process behind; and again with a pserver killed and restarted
-// mid-run.
+// mid-run, and on etcd with the leading master killed (its standby takes
+// over).
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -91,6 +92,25 @@ TEST(Launch, SurvivesAPserverKilledAndRestarted) {
       &code);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
+      << out;
+  double acc = AccuracyOfPass1(out);
+  EXPECT_GT(acc, 0.5) << out;
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+      << "processes left behind";
+}
+
+TEST(Launch, OnEtcdSurvivesTheLeadingMasterKilled) {
+  if (testing::ReadFileOrEmpty("/usr/bin/etcd").empty())
+    GTEST_SKIP() << "etcd not installed";
+  TempDir dir;
+  int code = -1;
+  std::string out =
+      RunLauncher(dir,
+                  {"--start-etcd", "--kill-random", "1", "--kill-target",
+                   "master", "--kill-every", "4"},
+                  &code);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("fault injected: killed master"), std::string::npos)
       << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << out;

@@ -1,13 +1,16 @@
 // fabps-launch: runs a whole local fabps job from one command.
 //
-// It converts Fashion-MNIST (once, into --data-dir), starts a master,
-// --pservers pservers and --trainers trainers of the Fashion-MNIST example,
+// It converts Fashion-MNIST (once, into --data-dir), starts a master and a
+// standby master, --pservers pservers and --trainers trainers of the
+// Fashion-MNIST example, all finding each other through the store,
 // on the embedded local store by default (or etcd: --etcd ENDPOINTS, or
 // --start-etcd to run one), shows live progress, and prints a summary at the
 // end. Every process logs to its own file in the run directory; when one
 // fails, the tail of its log is printed. Ctrl-C stops everything in order.
-// --kill-random N kills a random trainer or pserver N times during the run
-// and restarts it, to show fault tolerance live.
+// --kill-random N kills a random trainer, pserver or the leading master
+// (--kill-target) N times during the run and restarts it, to show fault
+// tolerance live: a restarted pserver takes its free index back from its
+// checkpoint, a killed master's standby takes over.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -63,7 +66,7 @@ struct Flags {
   bool start_etcd = false;
   int kill_random = 0;
   int kill_every_s = 15;
-  std::string kill_target = "any";  // any, trainer, pserver
+  std::string kill_target = "any";  // any, trainer, pserver, master
   int save_period = 10;
   std::string job = "fashion-mnist";
   int task_timeout_ms = 10000;
@@ -160,8 +163,6 @@ class Launcher {
   Flags f_;
   ProcessGroup group_;
   std::string store_spec_;
-  int master_port_ = 0;
-  std::vector<int> pserver_ports_;
   std::vector<TrainerView> views_;
   std::map<int, PassResult> passes_;
   std::string provider_seen_;
@@ -237,50 +238,63 @@ Status Launcher::StartEtcd() {
 }
 
 Status Launcher::StartMaster() {
-  std::string port_file = f_.run_dir + "/master.port";
-  FABPS_RETURN_IF_ERROR(group_.Start(
-      "master",
-      {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job,
-       "--port", "0", "--port-file", port_file, "--task-timeout",
-       std::to_string(f_.task_timeout_ms), "--chunks-per-task", "1"},
-      f_.run_dir + "/master.log"));
-  FABPS_ASSIGN_OR_RETURN(master_port_,
-                         WaitForPortFile(group_, "master", port_file, 30000));
-  return Status::OK();
-}
-
-Status Launcher::StartPservers() {
-  pserver_ports_.assign(f_.pservers, 0);
-  for (int i = 0; i < f_.pservers; i++) {
-    std::string name = "pserver-" + std::to_string(i);
+  // Two masters: one leads (holds master/lock in the store), the other
+  // stands by and takes over within the lease TTL if the leader dies.
+  for (const char* name : {"master", "master-standby"}) {
     std::string port_file = f_.run_dir + "/" + name + ".port";
-    // Fixed ports after the first start, so a restarted pserver is found
-    // where it was (until discovery through the store replaces this).
-    FABPS_RETURN_IF_ERROR(group_.Start(
-        name,
-        {Bin("pserver/daemon/fabps-pserver"), "--index", std::to_string(i),
-         "--num-pservers", std::to_string(f_.pservers), "--provider",
-         f_.provider, "--port", "0", "--port-file", port_file,
-         "--checkpoint-dir", f_.run_dir + "/checkpoints", "--save-period",
-         std::to_string(f_.save_period), "--apply-threads", "1"},
-        f_.run_dir + "/" + name + ".log"));
-    FABPS_ASSIGN_OR_RETURN(pserver_ports_[i],
-                           WaitForPortFile(group_, name, port_file, 30000));
-    // Later restarts keep the port.
-    Child* c = group_.Find(name);
-    for (size_t a = 0; a + 1 < c->argv.size(); a++) {
-      if (c->argv[a] == "--port")
-        c->argv[a + 1] = std::to_string(pserver_ports_[i]);
+    ::unlink(port_file.c_str());
+    FABPS_RETURN_IF_ERROR(
+        group_.Start(name,
+                     {Bin("master/fabps-master"), "--store", store_spec_,
+                      "--job", f_.job, "--port", "0", "--port-file", port_file,
+                      "--task-timeout", std::to_string(f_.task_timeout_ms),
+                      "--chunks-per-task", "1", "--lease-ttl", "3"},
+                     f_.run_dir + "/" + name + ".log"));
+    if (std::string(name) == "master") {
+      FABPS_RETURN_IF_ERROR(
+          WaitForPortFile(group_, name, port_file, 30000).status());
     }
   }
   return Status::OK();
 }
 
+Status Launcher::StartPservers() {
+  // Each pserver claims a free index in the store and publishes its address
+  // there; a restarted one takes the free index back from its checkpoint.
+  for (int i = 0; i < f_.pservers; i++) {
+    std::string name = "pserver-" + std::to_string(i);
+    std::string port_file = f_.run_dir + "/" + name + ".port";
+    ::unlink(port_file.c_str());
+    FABPS_RETURN_IF_ERROR(group_.Start(name,
+                                       {Bin("pserver/daemon/fabps-pserver"),
+                                        "--store",
+                                        store_spec_,
+                                        "--job",
+                                        f_.job,
+                                        "--lease-ttl",
+                                        "3",
+                                        "--num-pservers",
+                                        std::to_string(f_.pservers),
+                                        "--provider",
+                                        f_.provider,
+                                        "--port",
+                                        "0",
+                                        "--port-file",
+                                        port_file,
+                                        "--checkpoint-dir",
+                                        f_.run_dir + "/checkpoints",
+                                        "--save-period",
+                                        std::to_string(f_.save_period),
+                                        "--apply-threads",
+                                        "1"},
+                                       f_.run_dir + "/" + name + ".log"));
+    FABPS_RETURN_IF_ERROR(
+        WaitForPortFile(group_, name, port_file, 30000).status());
+  }
+  return Status::OK();
+}
+
 Status Launcher::StartTrainers() {
-  std::string pservers;
-  for (int p : pserver_ports_)
-    pservers += (pservers.empty() ? "" : ",") + std::string("127.0.0.1:") +
-                std::to_string(p);
   views_.assign(f_.trainers, TrainerView{});
   for (int t = 0; t < f_.trainers; t++) {
     std::string name = "trainer-" + std::to_string(t);
@@ -288,10 +302,6 @@ Status Launcher::StartTrainers() {
     FABPS_RETURN_IF_ERROR(
         group_.Start(name,
                      {Bin("examples/fashion_mnist/fabps-fashion-mnist-trainer"),
-                      "--master",
-                      "127.0.0.1:" + std::to_string(master_port_),
-                      "--pservers",
-                      pservers,
                       "--provider",
                       f_.provider,
                       "--trainer-id",
@@ -364,7 +374,8 @@ void Launcher::ShowProgress(bool final_line) {
   auto now = std::chrono::steady_clock::now();
   {
     trainer::MasterClientOptions mo;
-    mo.master_address = "127.0.0.1:" + std::to_string(master_port_);
+    mo.store_spec = store_spec_;  // follows a master take-over
+    mo.job = f_.job;
     mo.trainer_id = "launcher";
     mo.rpc_timeout_ms = 1000;
     mo.rpc_retry_ms = 500;
@@ -380,8 +391,12 @@ void Launcher::ShowProgress(bool final_line) {
   }
   int64_t applied = 0;
   for (int i = 0; i < f_.pservers; i++) {
+    // Where pserver process i serves now (it moves when restarted).
+    auto port = ReadWholeFile(
+        f_.run_dir + "/pserver-" + std::to_string(i) + ".port", 64);
+    if (!port.ok() || port->empty() || port->back() != '\n') continue;
     rpc::RpcClientOptions ro;
-    ro.port = pserver_ports_[i];
+    ro.port = std::atoi(port->c_str());
     ro.connect_timeout_ms = 300;
     ro.recv_timeout_ms = 1000;
     ro.send_timeout_ms = 1000;
@@ -456,19 +471,31 @@ void Launcher::MaybeKill() {
   if (now < next_kill_) return;
   next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
   std::vector<std::string> victims;
-  if (f_.kill_target != "pserver") {
+  if (f_.kill_target == "any" || f_.kill_target == "trainer") {
     for (int t = 0; t < f_.trainers; t++)
       victims.push_back("trainer-" + std::to_string(t));
   }
-  if (f_.kill_target != "trainer") {
+  if (f_.kill_target == "any" || f_.kill_target == "pserver") {
     for (int p = 0; p < f_.pservers; p++)
       victims.push_back("pserver-" + std::to_string(p));
   }
+  if (f_.kill_target == "any" || f_.kill_target == "master") {
+    // The leading master: the running one that has written its port file
+    // (a restarted master stands by and writes it only when it leads).
+    for (const char* m : {"master", "master-standby"}) {
+      Child* c = group_.Find(m);
+      auto port = ReadWholeFile(f_.run_dir + "/" + m + ".port", 64);
+      if (c != nullptr && c->running && port.ok() && !port->empty())
+        victims.push_back(m);
+    }
+  }
+  if (victims.empty()) return;
   std::string v = victims[rng_() % victims.size()];
   Child* c = group_.Find(v);
   if (c == nullptr || !c->running) return;
   group_.Kill(v);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
+  ::unlink((f_.run_dir + "/" + v + ".port").c_str());
   Status s = group_.Restart(v);
   kills_done_++;
   std::string msg = "killed " + v + " (kill -9) and restarted it" +
@@ -599,7 +626,7 @@ int main(int argc, char** argv) {
   app.add_option("--kill-every", f.kill_every_s, "seconds between kills")
       ->check(CLI::Range(1, 3600));
   app.add_option("--kill-target", f.kill_target, "what --kill-random may kill")
-      ->check(CLI::IsMember({"any", "trainer", "pserver"}));
+      ->check(CLI::IsMember({"any", "trainer", "pserver", "master"}));
   app.add_option("--task-timeout", f.task_timeout_ms,
                  "master: ms before a pending task is handed out again")
       ->check(CLI::Range(100, 3600000));
