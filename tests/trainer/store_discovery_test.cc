@@ -205,6 +205,56 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   other.Stop(10000);
 }
 
+// etcd down for a few seconds (less than the lease TTL): the data path does
+// not need it, leases are renewed when it is back, nobody stops serving.
+TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
+  std::vector<Subprocess> ps;
+  for (int i = 0; i < 2; i++) {
+    ps.push_back(Subprocess::Start(
+                     {BuiltBinary("pserver/daemon/fabps-pserver"), "--provider",
+                      "tcp;ofi_rxm", "--host", "127.0.0.1", "--num-pservers",
+                      "2", "--store", store_, "--job", "j", "--lease-ttl", "8",
+                      "--checkpoint-dir", dir_.File("ckpt"), "--save-period",
+                      "1", "--apply-threads", "1"},
+                     Log(started_++))
+                     .value());
+  }
+  auto c = PServerClient::Connect(Options("j"));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->BeginInitParams(false).value());
+  std::vector<float> w0(kElements, 50.0f);
+  ASSERT_TRUE((*c)->InitParam({"w", DType::kFloat32, {kElements}}, w0.data(),
+                              w0.size() * 4)
+                  .ok());
+  ASSERT_TRUE((*c)->FinishInitParams().ok());
+  ASSERT_TRUE(etcd_->Stop().ok());
+  // Training goes on while etcd is down (periodic checkpoints too; their
+  // records in the store fail and are logged).
+  auto until = std::chrono::steady_clock::now() + std::chrono::seconds(3);
+  int pushes = 0;
+  while (std::chrono::steady_clock::now() < until) {
+    ASSERT_TRUE(Push(c->get(), 1.0f).ok()) << "push " << pushes;
+    pushes++;
+  }
+  ASSERT_TRUE(etcd_->Restart().ok());
+  std::this_thread::sleep_for(std::chrono::seconds(3));  // leases renewed
+  for (auto& p : ps) ASSERT_TRUE(p.running()) << "a pserver stopped serving";
+  ASSERT_TRUE(Push(c->get(), 1.0f).ok());
+  pushes++;
+  auto w = Pull(c->get());
+  ASSERT_TRUE(w.ok());
+  for (float v : *w) ASSERT_EQ(v, 50.0f - pushes);
+  // The claims are still there, so a replacement would find them taken.
+  coord::StoreOptions so;
+  so.spec = store_;
+  so.job = "j";
+  auto st = coord::OpenStore(so);
+  ASSERT_TRUE(st.ok());
+  EXPECT_TRUE((*st)->Get("ps/0/addr", Deadline::InMs(5000)).ok());
+  EXPECT_TRUE((*st)->Get("ps/1/addr", Deadline::InMs(5000)).ok());
+  for (auto& p : ps) p.Stop(10000);
+}
+
 TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
   Subprocess a = StartPserver("j", 2);
   // Wait for a's claim (ps/count is put first).
