@@ -254,6 +254,13 @@ int fabps_pserver_options_set_param_rule(fabps_pserver_options* o,
 /* This trainer's id, > 0, unique in the job (default: random). */
 int fabps_pserver_options_set_trainer_id(fabps_pserver_options* o,
                                          int64_t trainer_id);
+/* Finds the pservers through the coordination store `store_spec`
+ * ("local:/dir" or "etcd:http://h:p,...") of `job` when
+ * fabps_new_pserver_client_ex is given an empty address list: ps/count and
+ * ps/<i>/addr, looked up again on every reconnect. With a store, the store
+ * elects the initializer (init/lock, init/done): `selected` is ignored. */
+int fabps_pserver_options_set_store(fabps_pserver_options* o,
+                                    const char* store_spec, const char* job);
 /* rpc_timeout_ms (default 10000) bounds each control RPC and how long
  * fabps_send_grads blocks waiting for a free landing slot on a pserver or
  * for a reconnection.

@@ -14,6 +14,8 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "coord/store.h"
+#include "coord/store.h"
 #include "pserver/dtype.h"
 #include "pserver/layout.h"
 #include "pserver/update_rule.h"
@@ -279,6 +281,21 @@ int fabps_pserver_options_set_interface(fabps_pserver_options* o,
   });
 }
 
+int fabps_pserver_options_set_store(fabps_pserver_options* o,
+                                    const char* store_spec, const char* job) {
+  return GuardedOptions(o, "fabps_pserver_options_set_store", [&] {
+    if (store_spec == nullptr || store_spec[0] == '\0' || job == nullptr ||
+        !fabps::coord::ValidateJobName(job).ok()) {
+      return ThreadFail(FABPS_ERR_ARGUMENT,
+                        "fabps_pserver_options_set_store: need a store spec "
+                        "and a job name ([A-Za-z0-9._-]{1,64})");
+    }
+    o->o.store_spec = store_spec;
+    o->o.job = job;
+    return FABPS_OK;
+  });
+}
+
 int fabps_pserver_options_set_block_elements(fabps_pserver_options* o,
                                              uint64_t block_elements) {
   return GuardedOptions(o, "fabps_pserver_options_set_block_elements", [&] {
@@ -370,7 +387,9 @@ fabps_pserver_client* fabps_new_pserver_client_ex(
     fabps::trainer::PServerClientOptions opts;
     if (o != nullptr) opts = o->o;
     opts.addresses.clear();
-    Status s = SplitAddresses(addrs, &opts.addresses);
+    Status s;
+    if (addrs[0] != '\0' || opts.store_spec.empty())
+      s = SplitAddresses(addrs, &opts.addresses);
     if (s.ok()) {
       auto c = fabps::trainer::PServerClient::Connect(opts);
       if (c.ok()) {
