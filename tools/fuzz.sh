@@ -27,39 +27,60 @@ CC=clang CXX=clang++ cmake -S "$root" -B "$build" -G Ninja \
   -DCMAKE_BUILD_TYPE=RelWithDebInfo -DFABPS_BUILD_FUZZERS=ON \
   -DFABPS_BUILD_TESTS=OFF -DFABPS_BUILD_BENCHMARKS=OFF >/dev/null
 echo "== fuzz: build"
-cmake --build "$build" -j "$(nproc)" --target fabps_fuzzers | tail -n 1
+if ! out="$(cmake --build "$build" -j "$(nproc)" --target fabps_fuzzers 2>&1)"; then
+  echo "$out"
+  exit 1
+fi
+echo "$out" | tail -n 1
 
 export ASAN_OPTIONS="halt_on_error=1 detect_leaks=1 ${ASAN_OPTIONS:-}"
 export UBSAN_OPTIONS="halt_on_error=1 print_stacktrace=1 ${UBSAN_OPTIONS:-}"
 runs="$build/fuzz-runs"
 artifacts="$build/fuzz-artifacts"
 mkdir -p "$artifacts"
-failed=()
-for seeds in fuzz/corpus/*/; do
-  target="$(basename "$seeds")"
-  bin="$build/fuzz/$target"
-  if [ ! -x "$bin" ]; then
-    echo "fuzz: no binary for corpus $seeds" >&2
-    failed+=("$target")
-    continue
-  fi
-  # A fresh copy each run: new inputs libFuzzer finds stay out of the tree.
-  work="$runs/$target"
+
+# run_one TARGET: one fuzzer on a fresh copy of its seeds (new inputs
+# libFuzzer finds stay out of the tree); exit code into $runs/TARGET.status.
+run_one() {
+  local target="$1" work="$runs/$1" status=0
   rm -rf "$work"
   mkdir -p "$work"
-  cp "$seeds"* "$work/"
+  cp "fuzz/corpus/$target/"* "$work/"
+  "$build/fuzz/$target" "${limit[@]}" -print_final_stats=1 -timeout=25 \
+    -rss_limit_mb=2048 -artifact_prefix="$artifacts/$target-" "$work" \
+    >"$runs/$target.log" 2>&1 || status=$?
+  echo "$status" >"$runs/$target.status"
+}
+
+# As many targets at a time as there are cores.
+targets=()
+for seeds in fuzz/corpus/*/; do targets+=("$(basename "$seeds")"); done
+jobs="$(nproc)"
+echo "== fuzz: ${targets[*]} (${limit[*]}, $jobs at a time)"
+for target in "${targets[@]}"; do
+  rm -f "$runs/$target.status"
+  if [ ! -x "$build/fuzz/$target" ]; then
+    echo "fuzz: no binary for corpus fuzz/corpus/$target" >&2
+    continue
+  fi
+  while [ "$(jobs -rp | wc -l)" -ge "$jobs" ]; do wait -n || true; done
+  run_one "$target" &
+done
+wait
+
+failed=()
+for target in "${targets[@]}"; do
   log="$runs/$target.log"
-  status=0
-  "$bin" "${limit[@]}" -print_final_stats=1 -timeout=25 -rss_limit_mb=2048 \
-    -artifact_prefix="$artifacts/$target-" "$work" >"$log" 2>&1 || status=$?
-  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" | tail -n 1)"
-  corpus="$(find "$work" -type f | wc -l)"
-  if [ "$status" -ne 0 ]; then
+  status="$(cat "$runs/$target.status" 2>/dev/null || echo missing)"
+  execs="$(sed -n 's/^stat::number_of_executed_units: *//p' "$log" 2>/dev/null | tail -n 1 || true)"
+  if [ "$status" != 0 ]; then
     echo "fuzz: $target FAILED (exit $status) after ${execs:-?} executions; log $log"
-    grep -E -A 30 'ERROR:|runtime error|check failed|deadly signal' "$log" | head -n 60 || tail -n 40 "$log"
+    grep -E -A 30 'ERROR:|runtime error|check failed|deadly signal' "$log" 2>/dev/null |
+      head -n 60 || true
     failed+=("$target")
   else
-    printf 'fuzz: %-22s %12s executions, corpus %s inputs\n' "$target" "$execs" "$corpus"
+    printf 'fuzz: %-22s %12s executions, corpus %s inputs\n' "$target" "$execs" \
+      "$(find "$runs/$target" -type f | wc -l)"
   fi
 done
 

@@ -15,6 +15,7 @@ tools/build.sh
 if [ -x tools/test_sanitizers.sh ]; then
   tools/test_sanitizers.sh
 fi
+tools/fuzz.sh 10
 
 echo "== ctest (main build)"
 (cd build && ctest -j2 --output-on-failure --timeout 300)
