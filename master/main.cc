@@ -28,6 +28,7 @@
 #include "master/master_service.h"
 #include "master/store_journal.h"
 #include "master/task_dispatcher.h"
+#include "thrift/job_token.h"
 #include "thrift/rpc_server.h"
 
 namespace fabps::master {
@@ -44,6 +45,7 @@ struct Flags {
   DispatcherOptions dispatch;
   int64_t expire_interval_ms = 100;
   int64_t lease_ttl_s = 5;
+  std::string token_file;
 };
 
 std::string Identity(const std::string& host) {
@@ -55,6 +57,12 @@ std::string Identity(const std::string& host) {
 
 int Run(const Flags& flags) {
   SetLogTag("master");
+  auto token = rpc::LoadJobToken(flags.token_file);
+  if (!token.ok()) {
+    std::fprintf(stderr, "fabps-master: --token-file: %s\n",
+                 token.status().message().c_str());
+    return 2;
+  }
   // Signals are taken synchronously by the main loop; block them before any
   // thread starts so every thread inherits the mask.
   sigset_t signals;
@@ -109,6 +117,7 @@ int Run(const Flags& flags) {
   ro.host = flags.host;
   ro.port = flags.port;
   ro.worker_threads = flags.worker_threads;
+  ro.token = *token;
   auto server = rpc::RpcServer::Start(processor, ro);
   if (!server.ok()) {
     FABPS_LOG(ERROR) << "starting the RPC server: "
@@ -210,6 +219,9 @@ int main(int argc, char** argv) {
   app.add_option("--expire-interval-ms", f.expire_interval_ms,
                  "how often pending deadlines are checked")
       ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+  app.add_option("--token-file", f.token_file,
+                 "the job token (default: $FABPS_JOB_TOKEN_FILE, "
+                 "$FABPS_JOB_TOKEN); clients without it are refused");
   app.add_option("--lease-ttl", f.lease_ttl_s,
                  "seconds: the leader lock's lease; a standby takes over "
                  "this long after the leader dies")

@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "thrift/job_token.h"
 
 namespace fabps::rpc {
 
@@ -87,6 +88,48 @@ bool ThriftErrorBreaksConnection(const std::exception& e) {
          dynamic_cast<const TApplicationException*>(&e) != nullptr;
 }
 
+namespace {
+
+// The fabps.Auth call (see thrift/job_token.h). Throws Thrift's exceptions
+// for transport errors.
+Status PresentToken(const FramedChannel& ch, const std::string& token,
+                    const std::string& where) {
+  using apache::thrift::TApplicationException;
+  namespace tp = apache::thrift::protocol;
+  tp::TProtocol* p = ch.protocol.get();
+  p->writeMessageBegin(kAuthMethod, tp::T_CALL, 0);
+  p->writeStructBegin("Auth_args");
+  p->writeFieldBegin("token", tp::T_STRING, 1);
+  p->writeString(token);
+  p->writeFieldEnd();
+  p->writeFieldStop();
+  p->writeStructEnd();
+  p->writeMessageEnd();
+  p->getTransport()->writeEnd();
+  p->getTransport()->flush();
+  std::string name;
+  tp::TMessageType type;
+  int32_t seqid = 0;
+  p->readMessageBegin(name, type, seqid);
+  if (type == tp::T_EXCEPTION) {
+    TApplicationException x;
+    x.read(p);
+    p->readMessageEnd();
+    p->getTransport()->readEnd();
+    return Status::PermissionDenied(
+        where + " refused this process: " + std::string(x.what()));
+  }
+  p->skip(tp::T_STRUCT);
+  p->readMessageEnd();
+  p->getTransport()->readEnd();
+  if (type != tp::T_REPLY || name != kAuthMethod) {
+    return Status::Corruption(where + ": unexpected answer to fabps.Auth");
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
   if (options.port < 1 || options.port > 65535) {
     return Status::InvalidArgument("port must be in [1, 65535]");
@@ -106,6 +149,15 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     ch.transport = std::make_shared<TFramedTransport>(socket, config);
     ch.protocol = std::make_shared<TBinaryProtocol>(ch.transport);
     ch.transport->open();
+    const std::string& token =
+        options.token.empty() ? EnvironmentJobToken() : options.token;
+    if (!token.empty()) {
+      Status s = PresentToken(ch, token, where);
+      if (!s.ok()) {
+        CloseChannel(&ch);
+        return s;
+      }
+    }
     return ch;
   } catch (const std::exception& e) {
     return ThriftErrorToStatus(e, "connect to " + where);

@@ -46,6 +46,9 @@ struct RpcClientOptions {
   int send_timeout_ms = 10'000;
   int recv_timeout_ms = 10'000;
   size_t max_frame_bytes = 16 << 20;
+  // Presented right after connecting (thrift/job_token.h); "" takes the
+  // environment's, and with none there nothing is presented.
+  std::string token;
 };
 
 // Sends Thrift's own messages (it prints them to stderr by default) to
@@ -61,8 +64,9 @@ Status ThriftErrorToStatus(const std::exception& e, const std::string& context);
 // True when the error leaves the connection unusable (transport, protocol).
 bool ThriftErrorBreaksConnection(const std::exception& e);
 
-// An open framed transport and binary protocol. Unavailable when the connect
-// fails, TimedOut when it times out.
+// An open framed transport and binary protocol, the job token presented.
+// Unavailable when the connect fails, TimedOut when it times out,
+// PermissionDenied when the server refuses the token.
 struct FramedChannel {
   std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::shared_ptr<apache::thrift::protocol::TProtocol> protocol;

@@ -27,6 +27,7 @@
 #include <unordered_set>
 
 #include "base/log.h"
+#include "thrift/job_token.h"
 #include "thrift/rpc_client.h"
 
 namespace fabps::rpc {
@@ -448,7 +449,24 @@ class GuardedServerSocket : public TNonblockingServerSocket {
 // Per-connection context: which socket a request came on.
 struct ConnectionContext {
   GuardedSocket* socket = nullptr;
+  bool authenticated = false;  // presented the job token
 };
+
+// The method name of the message in `buffer`, without consuming it; "" when
+// the frame does not start like a strict binary message.
+std::string PeekMethodName(TMemoryBuffer* buffer) {
+  uint32_t len = 8;
+  const uint8_t* p = buffer->borrow(nullptr, &len);
+  if (p == nullptr || len < 8) return "";
+  auto be32 = [](const uint8_t* b) {
+    return (uint32_t{b[0]} << 24) | (uint32_t{b[1]} << 16) |
+           (uint32_t{b[2]} << 8) | uint32_t{b[3]};
+  };
+  if ((be32(p) & 0xffff0000u) != 0x80010000u) return "";
+  uint32_t n = be32(p + 4);
+  if (n > 64 || len < 8 + n) return "";
+  return std::string(reinterpret_cast<const char*>(p + 8), n);
+}
 
 // Wraps the service's processor: bounds string and container lengths by the
 // frame, answers undecodable requests and non-calls with an error and drops
@@ -456,8 +474,10 @@ struct ConnectionContext {
 class GuardedProcessor : public apache::thrift::TProcessor {
  public:
   GuardedProcessor(std::shared_ptr<TProcessor> inner,
-                   std::shared_ptr<ConnectionGuard> guard)
-      : inner_(std::move(inner)), guard_(std::move(guard)) {}
+                   std::shared_ptr<ConnectionGuard> guard, std::string token)
+      : inner_(std::move(inner)),
+        guard_(std::move(guard)),
+        token_(std::move(token)) {}
 
   bool process(std::shared_ptr<TProtocol> in, std::shared_ptr<TProtocol> out,
                void* connection_context) override {
@@ -473,10 +493,22 @@ class GuardedProcessor : public apache::thrift::TProcessor {
         TApplicationException::PROTOCOL_ERROR;
     std::string message;
     try {
-      ok = inner_->process(in, out, connection_context);
-      if (!ok) {
-        error = TApplicationException::INVALID_MESSAGE_TYPE;
-        message = "not a call";
+      std::string method =
+          in_buffer != nullptr ? PeekMethodName(in_buffer) : std::string();
+      if (method == kAuthMethod) {
+        ok = Authenticate(in.get(), out.get(), ctx, socket, &message);
+        if (!ok) error = TApplicationException::UNKNOWN;
+      } else if (!token_.empty() && (ctx == nullptr || !ctx->authenticated)) {
+        error = TApplicationException::UNKNOWN;
+        message = "job token required (FABPS_JOB_TOKEN): call refused";
+        FABPS_LOG(WARNING) << "rpc server: refused '" << method << "' from "
+                           << PeerOf(socket) << ": no job token presented";
+      } else {
+        ok = inner_->process(in, out, connection_context);
+        if (!ok) {
+          error = TApplicationException::INVALID_MESSAGE_TYPE;
+          message = "not a call";
+        }
       }
     } catch (const std::exception& e) {
       message = std::string("bad request: ") + e.what();
@@ -519,8 +551,68 @@ class GuardedProcessor : public apache::thrift::TProcessor {
     buffer->updateKnownMessageSize(std::min<long>(left, max));
   }
 
+  static std::string PeerOf(GuardedSocket* socket) {
+    if (socket == nullptr) return "?";
+    try {
+      return socket->getPeerAddress() + ":" +
+             std::to_string(socket->getPeerPort());
+    } catch (...) {
+      return "?";
+    }
+  }
+
+  // Reads a fabps.Auth call and answers it. False (nothing written) when the
+  // token is wrong.
+  bool Authenticate(TProtocol* in, TProtocol* out, ConnectionContext* ctx,
+                    GuardedSocket* socket, std::string* message) {
+    using apache::thrift::protocol::TType;
+    std::string name, token;
+    apache::thrift::protocol::TMessageType type;
+    int32_t seqid = 0;
+    in->readMessageBegin(name, type, seqid);
+    std::string struct_name;
+    in->readStructBegin(struct_name);
+    for (;;) {
+      std::string field;
+      TType ftype;
+      int16_t fid = 0;
+      in->readFieldBegin(field, ftype, fid);
+      if (ftype == apache::thrift::protocol::T_STOP) break;
+      if (fid == 1 && ftype == apache::thrift::protocol::T_STRING) {
+        in->readString(token);
+      } else {
+        in->skip(ftype);
+      }
+      in->readFieldEnd();
+    }
+    in->readStructEnd();
+    in->readMessageEnd();
+    in->getTransport()->readEnd();
+    if (type != apache::thrift::protocol::T_CALL) {
+      *message = "fabps.Auth must be a call";
+      return false;
+    }
+    if (!token_.empty() && !TokensEqual(token, token_)) {
+      FABPS_LOG(WARNING) << "rpc server: refused a connection from "
+                         << PeerOf(socket) << ": wrong job token";
+      *message = "job token refused";
+      return false;
+    }
+    if (ctx != nullptr) ctx->authenticated = true;
+    out->writeMessageBegin(kAuthMethod, apache::thrift::protocol::T_REPLY,
+                           seqid);
+    out->writeStructBegin("Auth_result");
+    out->writeFieldStop();
+    out->writeStructEnd();
+    out->writeMessageEnd();
+    out->getTransport()->writeEnd();
+    out->getTransport()->flush();
+    return true;
+  }
+
   std::shared_ptr<TProcessor> inner_;
   std::shared_ptr<ConnectionGuard> guard_;
+  const std::string token_;
 };
 
 }  // namespace internal
@@ -624,6 +716,10 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
           "frame, first-request and idle timeouts must be in [0, 1 day] ms");
     }
   }
+  if (options.token.size() > kMaxTokenBytes) {
+    return Status::InvalidArgument("job token longer than " +
+                                   std::to_string(kMaxTokenBytes) + " bytes");
+  }
   RouteThriftOutputToLog();
   RaiseFileLimit(options.max_connections);
   RpcServerOptions o = options;
@@ -647,8 +743,9 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
         static_cast<int32_t>(o.max_frame_bytes),
         static_cast<int32_t>(o.max_frame_bytes),
         /*strict_read=*/true, /*strict_write=*/true);
-    auto guarded =
-        std::make_shared<internal::GuardedProcessor>(processor, rs->guard_);
+    auto guarded = std::make_shared<internal::GuardedProcessor>(
+        processor, rs->guard_,
+        o.token.empty() ? EnvironmentJobToken() : o.token);
     rs->server_ =
         std::make_shared<TNonblockingServer>(guarded, proto, socket, workers);
     rs->server_->setNumIOThreads(static_cast<size_t>(o.io_threads));

@@ -93,6 +93,10 @@ struct RpcServerOptions {
   // Idle connections are evicted anyway once max_connections is reached.
   int64_t idle_timeout_ms = 0;
   int64_t start_timeout_ms = 10'000;
+  // The job token connections must present (thrift/job_token.h); "" takes
+  // the environment's ($FABPS_JOB_TOKEN_FILE, $FABPS_JOB_TOKEN), and with
+  // none there every connection is served.
+  std::string token;
 };
 
 // What the server did to bad peers since Start() (monotonic counters).

@@ -36,6 +36,7 @@
 #include "coord/store.h"
 #include "pserver/daemon/data_plane.h"
 #include "pserver/daemon/ps_service.h"
+#include "thrift/job_token.h"
 #include "thrift/rpc_server.h"
 
 namespace {
@@ -61,6 +62,7 @@ struct Flags {
   std::string job = "default";
   bool index_given = false;
   int64_t lease_ttl_s = 5;
+  std::string token_file;
 };
 
 bool IsDirectory(const std::string& path) {
@@ -187,7 +189,7 @@ void RecordCheckpoint(Claim* claim, const std::string& dir) {
     FABPS_LOG(WARNING) << "recording the checkpoint: " << s.ToString();
 }
 
-int Serve(Flags f) {
+int Serve(Flags f, const std::string& token) {
   sigset_t signals;
   sigemptyset(&signals);
   sigaddset(&signals, SIGTERM);
@@ -235,6 +237,7 @@ int Serve(Flags f) {
   ro.port = f.port;
   ro.worker_threads = f.rpc_threads;
   ro.max_frame_bytes = static_cast<size_t>(f.max_frame_mb) << 20;
+  ro.token = token;
   auto server = fabps::rpc::RpcServer::Start(
       std::make_shared<fabps::rpc::pserver::PServerProcessor>(service), ro);
   if (!server.ok()) {
@@ -350,6 +353,9 @@ int main(int argc, char** argv) {
                  "coordination store (local:/dir or etcd:http://...): claim "
                  "an index there, publish the address");
   app.add_option("--job", f.job, "job name in the store");
+  app.add_option("--token-file", f.token_file,
+                 "the job token (default: $FABPS_JOB_TOKEN_FILE, "
+                 "$FABPS_JOB_TOKEN); clients without it are refused");
   app.add_option("--lease-ttl", f.lease_ttl_s,
                  "seconds: the index claim's lease (with --store)")
       ->check(CLI::Range(int64_t{2}, int64_t{600}));
@@ -367,5 +373,11 @@ int main(int argc, char** argv) {
                  f.index, f.num_pservers);
     return 2;
   }
-  return Serve(f);
+  auto token = fabps::rpc::LoadJobToken(f.token_file);
+  if (!token.ok()) {
+    std::fprintf(stderr, "--token-file: %s\n",
+                 token.status().message().c_str());
+    return 2;
+  }
+  return Serve(f, *token);
 }

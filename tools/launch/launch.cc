@@ -10,7 +10,8 @@
 // --kill-random N kills a random trainer, pserver or the leading master
 // (--kill-target) N times during the run and restarts it, to show fault
 // tolerance live: a restarted pserver takes its free index back from its
-// checkpoint, a killed master's standby takes over.
+// checkpoint, a killed master's standby takes over. The job's processes
+// share a random job token ($FABPS_JOB_TOKEN unless already set).
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -649,6 +650,16 @@ int main(int argc, char** argv) {
                     .parent_path()
                     .parent_path()
                     .string();
+  }
+  // The job's processes share a job token (thrift/job_token.h): a fresh
+  // random one unless the caller set one; children inherit it.
+  if (std::getenv("FABPS_JOB_TOKEN") == nullptr &&
+      std::getenv("FABPS_JOB_TOKEN_FILE") == nullptr) {
+    std::random_device rd;
+    char token[33];
+    for (int i = 0; i < 32; i++) token[i] = "0123456789abcdef"[rd() % 16];
+    token[32] = '\0';
+    ::setenv("FABPS_JOB_TOKEN", token, 1);
   }
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
   signal(SIGINT, fabps::launch::OnSignal);
