@@ -37,22 +37,54 @@ inline std::unique_ptr<pserver::Shard> MakeCheckpointShard() {
   return std::move(shard).value();
 }
 
+// False when Layout::Build would cut more than `limit` blocks from the
+// parameters in Layout::Encode bytes `l` (layout.h: rows of a parameter are
+// its first dimension, max(1, block_elements / row elements) rows a block).
+// Cheap: no block table. Bytes that do not parse count as small, since
+// Decode rejects them before building anything.
+inline bool LayoutBlocksAtMost(const std::string& l, uint64_t limit) {
+  size_t at = 16;  // magic, version, N
+  if (l.size() < at + 12) return true;
+  uint64_t block_elements = Load64(l, at);
+  uint32_t params = Load32(l, at + 8);
+  at += 12;
+  uint64_t blocks = 0;
+  for (uint32_t p = 0; p < params; ++p) {
+    if (l.size() - at < 4) return true;
+    uint64_t name = Load32(l, at);
+    if (l.size() - at - 4 < name + 8) return true;
+    at += 4 + name + 4;
+    uint32_t rank = Load32(l, at);
+    at += 4;
+    if (rank > 8 || l.size() - at < 8 * uint64_t{rank}) return true;
+    uint64_t rows = rank == 0 ? 1 : Load64(l, at), row = 1;
+    for (uint32_t d = 1; d < rank; ++d) {
+      uint64_t dim = Load64(l, at + 8 * d);
+      if (dim == 0 || row > (uint64_t{1} << 48) / dim) return true;
+      row *= dim;
+    }
+    at += 8 * uint64_t{rank};
+    uint64_t per_block = block_elements / row > 1 ? block_elements / row : 1;
+    blocks += rows / per_block + 1;
+    if (blocks > limit) return false;
+  }
+  return true;
+}
+
 // Recomputes the header, block-record and footer CRCs of checkpoint bytes
 // meant for `shard` (record sizes come from its layout, as in the loader),
 // as far as the bytes go. See pserver/checkpoint.h for the format.
-// Returns false, leaving `s` alone, when the embedded layout claims more
-// than 1024 blocks: it cannot be the shard's layout, layout_fuzzer covers
-// decoding it, and a valid CRC would only make every run build a block
-// table of up to Layout::kMaxBlocks entries.
+// Returns false, leaving `s` alone, when the embedded layout would cut more
+// than 1024 blocks (LayoutBlocksAtMost): it cannot be the shard's layout,
+// layout_fuzzer covers decoding it, and a valid CRC would only make every
+// run build a block table of up to Layout::kMaxBlocks entries.
 inline bool FixCheckpointCrcs(const pserver::Shard& shard, std::string* s) {
   constexpr size_t kFixed = 40, kRecordHeader = 32, kFooter = 24;
   if (s->size() < kFixed) return false;
   uint64_t layout_len = Load64(*s, 32);
   if (layout_len > s->size() - kFixed || s->size() - kFixed - layout_len < 8)
     return false;
-  // The layout's block count sits just before its CRC.
-  if (layout_len >= 12 && Load64(*s, kFixed + layout_len - 12) > 1024)
-    return false;
+  if (!LayoutBlocksAtMost(s->substr(kFixed, layout_len), 1024)) return false;
   std::string layout = s->substr(kFixed, layout_len);
   FixLayoutCrc(&layout);
   s->replace(kFixed, layout_len, layout);
