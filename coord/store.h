@@ -193,6 +193,13 @@ struct StoreOptions {
   int64_t poll_interval_ms = 10;
   // local: the log is folded into a new snapshot once it grows past this.
   int64_t local_compact_log_bytes = 4 << 20;
+  // etcd with authentication enabled: "user:password". "" takes the file
+  // named by $FABPS_ETCD_CREDENTIALS_FILE (one line "user:password"), and
+  // with none there no authentication is attempted. A wrong user or
+  // password makes every call kPermissionDenied. (Per-job isolation on a
+  // shared etcd: give each job a user whose role may only read and write
+  // "/<job>/".)
+  std::string etcd_credentials;
 };
 
 class Store {

@@ -115,8 +115,54 @@ void EtcdHttp::ReturnHandle(void* h) {
   pool_.push_back(h);
 }
 
+void EtcdHttp::SetCredentials(std::string user, std::string password) {
+  user_ = std::move(user);
+  password_ = std::move(password);
+}
+
+Result<std::string> EtcdHttp::Token(Deadline deadline) {
+  {
+    std::lock_guard<std::mutex> l(token_mu_);
+    if (!token_.empty()) return token_;
+  }
+  Json body = {{"name", user_}, {"password", password_}};
+  auto reply = CallWithToken("/v3/auth/authenticate", body, deadline, true, "");
+  if (!reply.ok()) {
+    // etcd answers a wrong user or password with InvalidArgument.
+    if (reply.status().code() == Status::Code::kInvalidArgument) {
+      return Status::PermissionDenied("etcd authentication as '" + user_ +
+                                      "': " + reply.status().message());
+    }
+    return reply.status().WithContext("etcd authentication as '" + user_ + "'");
+  }
+  auto t = reply->find("token");
+  if (t == reply->end() || !t->is_string() || t->get<std::string>().empty())
+    return Status::Corruption("etcd authentication: no token in the reply");
+  std::lock_guard<std::mutex> l(token_mu_);
+  token_ = t->get<std::string>();
+  return token_;
+}
+
 Result<Json> EtcdHttp::Call(const std::string& path, const Json& body,
                             Deadline deadline, bool idempotent) {
+  if (!has_credentials())
+    return CallWithToken(path, body, deadline, idempotent, "");
+  for (int attempt = 0;; attempt++) {
+    FABPS_ASSIGN_OR_RETURN(std::string token, Token(deadline));
+    auto r = CallWithToken(path, body, deadline, idempotent, token);
+    // Tokens of etcd's "simple" provider expire: authenticate again once.
+    bool stale =
+        !r.ok() && r.status().code() == Status::Code::kPermissionDenied &&
+        r.status().message().find("invalid auth token") != std::string::npos;
+    if (!stale || attempt > 0) return r;
+    std::lock_guard<std::mutex> l(token_mu_);
+    if (token_ == token) token_.clear();
+  }
+}
+
+Result<Json> EtcdHttp::CallWithToken(const std::string& path, const Json& body,
+                                     Deadline deadline, bool idempotent,
+                                     const std::string& token) {
   const std::string payload = body.dump();
   CURL* curl = static_cast<CURL*>(TakeHandle());
   if (curl == nullptr)
@@ -128,6 +174,9 @@ Result<Json> EtcdHttp::Call(const std::string& path, const Json& body,
   } guard{this, curl};
   curl_slist* headers =
       curl_slist_append(nullptr, "Content-Type: application/json");
+  if (!token.empty()) {
+    headers = curl_slist_append(headers, ("Authorization: " + token).c_str());
+  }
   struct ListGuard {
     curl_slist* l;
     ~ListGuard() { curl_slist_free_all(l); }

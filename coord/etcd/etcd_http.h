@@ -44,6 +44,15 @@ class EtcdHttp {
   Result<Json> Call(const std::string& path, const Json& body,
                     Deadline deadline, bool idempotent);
 
+  // etcd authentication (user and password): every call then carries a
+  // token from /v3/auth/authenticate, fetched on first use and again when
+  // etcd says it is no longer valid. Call before any Call.
+  void SetCredentials(std::string user, std::string password);
+  bool has_credentials() const { return !user_.empty(); }
+  // The current token (authenticating first when there is none). Only with
+  // credentials. PermissionDenied for a wrong user or password.
+  Result<std::string> Token(Deadline deadline);
+
   const std::vector<std::string>& endpoints() const { return endpoints_; }
   // The endpoint that answered last (where calls start).
   size_t preferred() const { return preferred_.load(); }
@@ -53,12 +62,19 @@ class EtcdHttp {
  private:
   void* TakeHandle();
   void ReturnHandle(void* h);
+  // Call with an explicit Authorization token ("" for none).
+  Result<Json> CallWithToken(const std::string& path, const Json& body,
+                             Deadline deadline, bool idempotent,
+                             const std::string& token);
 
   const std::vector<std::string> endpoints_;
   const int64_t connect_timeout_ms_;
   std::atomic<size_t> preferred_{0};
   std::mutex mu_;
   std::vector<void*> pool_;  // idle CURL* handles
+  std::string user_, password_;
+  std::mutex token_mu_;
+  std::string token_;  // "" until authenticated
 };
 
 // Once per process, before any curl use.

@@ -1,8 +1,10 @@
 #include "coord/etcd/etcd_store.h"
 
 #include <algorithm>
+#include <cstdlib>
 #include <mutex>
 
+#include "base/file_util.h"
 #include "coord/etcd/etcd_http.h"
 #include "coord/etcd/etcd_json.h"
 #include "coord/etcd/etcd_watch.h"
@@ -29,6 +31,10 @@ class EtcdStore : public Store {
   ~EtcdStore() override {
     keeper_.reset();
     watches_->CancelAll();
+  }
+
+  void SetCredentials(std::string user, std::string password) {
+    http_->SetCredentials(std::move(user), std::move(password));
   }
 
   Result<KeyValue> Get(const std::string& key, Deadline deadline) override {
@@ -286,7 +292,29 @@ Result<std::unique_ptr<Store>> OpenEtcdStore(const std::string& endpoints,
   FABPS_RETURN_IF_ERROR(ValidateJobName(options.job));
   FABPS_ASSIGN_OR_RETURN(std::vector<std::string> eps,
                          ParseEndpoints(endpoints));
-  return std::unique_ptr<Store>(new EtcdStore(std::move(eps), options));
+  std::string creds = options.etcd_credentials;
+  const char* file = std::getenv("FABPS_ETCD_CREDENTIALS_FILE");
+  if (creds.empty() && file != nullptr && file[0] != '\0') {
+    auto text = ReadWholeFile(file, 8192);
+    if (!text.ok()) {
+      return Status::InvalidArgument(
+          std::string("$FABPS_ETCD_CREDENTIALS_FILE ") + file + ": " +
+          text.status().message());
+    }
+    creds = *text;
+    while (!creds.empty() && (creds.back() == '\n' || creds.back() == '\r'))
+      creds.pop_back();
+  }
+  size_t colon = creds.find(':');
+  if (!creds.empty() && (colon == 0 || colon == std::string::npos)) {
+    return Status::InvalidArgument(
+        "etcd credentials must be 'user:password' (user not empty)");
+  }
+  auto store = std::make_unique<EtcdStore>(std::move(eps), options);
+  if (!creds.empty()) {
+    store->SetCredentials(creds.substr(0, colon), creds.substr(colon + 1));
+  }
+  return std::unique_ptr<Store>(std::move(store));
 }
 
 }  // namespace fabps::coord::etcd

@@ -212,6 +212,16 @@ class EtcdWatch : public Watch {
       return Status::ResourceExhausted("curl_easy_init failed");
     curl_slist* headers =
         curl_slist_append(nullptr, "Content-Type: application/json");
+    if (http_->has_credentials()) {
+      auto token = http_->Token(Deadline::InMs(5000));
+      if (!token.ok()) {
+        curl_slist_free_all(headers);
+        curl_easy_cleanup(curl);
+        return token.status();
+      }
+      headers =
+          curl_slist_append(headers, ("Authorization: " + *token).c_str());
+    }
     curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
     curl_easy_setopt(curl, CURLOPT_POST, 1L);
     curl_easy_setopt(curl, CURLOPT_POSTFIELDS, body.c_str());

@@ -1,12 +1,14 @@
 // Cases only the etcd backend has: endpoint fail-over and etcd going away
 // for a while and coming back.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <thread>
 
 #include "coord/etcd/etcd_http.h"
 #include "tests/coord/store_test_util.h"
+#include "tests/util/subprocess.h"
 
 namespace fabps::coord::testing {
 namespace {
@@ -26,6 +28,86 @@ class EtcdStoreTest : public ::testing::Test {
   Deadline D() const { return Deadline::InMs(5000); }
   std::unique_ptr<BackendEnv> env_;
 };
+
+// Runs etcdctl against the test's etcd; OK when it exits 0.
+Status Etcdctl(const std::string& url, std::vector<std::string> args,
+               const fabps::testing::TempDir& dir) {
+  std::vector<std::string> argv = {"/usr/bin/etcdctl", "--endpoints=" + url};
+  argv.insert(argv.end(), args.begin(), args.end());
+  auto p = fabps::testing::Subprocess::Start(argv, dir.File("etcdctl.log"));
+  if (!p.ok()) return p.status();
+  auto st = p->Wait(20000);
+  if (!st.ok()) return st.status();
+  if (!WIFEXITED(*st) || WEXITSTATUS(*st) != 0) {
+    return Status::IOError("etcdctl failed: " + fabps::testing::ReadFileOrEmpty(
+                                                    dir.File("etcdctl.log")));
+  }
+  return Status::OK();
+}
+
+// etcd with authentication on: a job's user (whose role may only touch
+// "/authjob/") works with user:password, including leases and watches; a
+// wrong password or another job's keys are PermissionDenied.
+TEST_F(EtcdStoreTest, UserAndPasswordWithAPerJobRole) {
+  if (fabps::testing::ReadFileOrEmpty("/usr/bin/etcdctl").empty())
+    GTEST_SKIP() << "no etcdctl";
+  fabps::testing::TempDir dir;
+  const std::string url = env_->etcd()->client_url();
+  for (const auto& args : std::vector<std::vector<std::string>>{
+           {"user", "add", "root:rootpw"},
+           {"user", "grant-role", "root", "root"},
+           {"role", "add", "jobrole"},
+           {"role", "grant-permission", "jobrole", "--prefix=true", "readwrite",
+            "/authjob/"},
+           {"user", "add", "fabps:fabpspw"},
+           {"user", "grant-role", "fabps", "jobrole"},
+           {"auth", "enable"}}) {
+    ASSERT_TRUE(Etcdctl(url, args, dir).ok()) << args[0] << " " << args[1];
+  }
+  StoreOptions o;
+  o.spec = "etcd:" + url;
+  o.job = "authjob";
+  o.etcd_credentials = "fabps:fabpspw";
+  auto s = OpenStore(o);
+  ASSERT_TRUE(s.ok()) << s.status().ToString();
+  auto put = (*s)->Put("k", "v", kNoLease, D());
+  ASSERT_TRUE(put.ok()) << put.status().ToString();
+  auto got = (*s)->Get("k", D());
+  ASSERT_TRUE(got.ok());
+  EXPECT_EQ(got->value, "v");
+  auto lease = (*s)->GrantLease(5, D());
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_TRUE((*s)->Put("leased", "x", lease->id, D()).ok());
+  ASSERT_TRUE((*s)->StartKeepAlive(lease->id, nullptr).ok());
+  auto w = (*s)->WatchKeys("w/", true, 0, D());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  ASSERT_TRUE((*s)->Put("w/1", "a", kNoLease, D()).ok());
+  auto events = WaitEvents(w->get(), 1, Deadline::InMs(10000));
+  ASSERT_EQ(events.size(), 1u);
+  EXPECT_EQ(events[0].kv.key, "w/1");
+  ASSERT_TRUE((*s)->Revoke(lease->id, D()).ok());
+
+  // Another job's keys are out of this user's reach.
+  o.job = "otherjob";
+  auto other = OpenStore(o);
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ((*other)->Put("k", "v", kNoLease, D()).status().code(),
+            Code::kPermissionDenied);
+  // A wrong password, or none, gets nothing.
+  o.job = "authjob";
+  o.etcd_credentials = "fabps:wrong";
+  auto bad = OpenStore(o);
+  ASSERT_TRUE(bad.ok());
+  auto r = (*bad)->Get("k", D());
+  EXPECT_EQ(r.status().code(), Code::kPermissionDenied)
+      << r.status().ToString();
+  o.etcd_credentials = "";
+  auto none = OpenStore(o);
+  ASSERT_TRUE(none.ok());
+  EXPECT_FALSE((*none)->Get("k", D()).ok());
+  o.etcd_credentials = "no-colon";
+  EXPECT_EQ(OpenStore(o).status().code(), Code::kInvalidArgument);
+}
 
 TEST_F(EtcdStoreTest, FailsOverToALiveEndpoint) {
   StoreOptions o;
