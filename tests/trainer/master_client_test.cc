@@ -58,6 +58,65 @@ class MasterClientTest : public ::testing::Test {
     return true;
   }
 
+  // Two masters on one store: the standby takes over within the lease TTL
+  // when the leader is killed, resumes its state exactly (every record read
+  // exactly once in the pass), and the client finds it through master/addr.
+  void StandbyTakesOver(const std::string& store) {
+    const testing::TempDir& dir = dir_;
+    std::string glob = testing::MakeDataset(dir.path(), 2, 5, 4);  // 40 records
+    std::vector<std::string> flags = {
+        "--chunks-per-task", "1", "--store", store, "--lease-ttl", "2"};
+    auto leader =
+        MasterProcess::Start(dir.File("m1"), dir.File("m1.log"), flags);
+    ASSERT_TRUE(leader.ok()) << leader.status().ToString();
+    // The standby waits for master/lock: it writes no port file yet.
+    std::vector<std::string> argv = {
+        testing::BuiltBinary("master/fabps-master"),
+        "--port",
+        "0",
+        "--port-file",
+        dir.File("m2.port"),
+        "--job",
+        "test"};
+    argv.insert(argv.end(), flags.begin(), flags.end());
+    auto standby = testing::Subprocess::Start(argv, dir.File("m2.log"));
+    ASSERT_TRUE(standby.ok());
+    MasterClientOptions o;
+    o.store_spec = store;
+    o.job = "test";
+    o.trainer_id = "t0";
+    auto c = MasterClient::Create(o);
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    ASSERT_TRUE((*c)->SetDataset({glob}).ok());
+    ASSERT_TRUE((*c)->StartGetRecords(0).ok());
+    std::vector<std::string> records;
+    ASSERT_TRUE(ReadPass(c->get(), &records, 14));
+    EXPECT_TRUE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
+        << "the standby served while the leader held the lock";
+    leader->proc.Kill();
+    auto killed = std::chrono::steady_clock::now();
+    Deadline d = Deadline::InMs(30'000);
+    while (testing::ReadFileOrEmpty(dir.File("m2.port")).empty() &&
+           !d.Expired() && standby->running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    double secs =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
+            .count();
+    ASSERT_FALSE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
+        << testing::ReadFileOrEmpty(dir.File("m2.log"));
+    std::printf("standby took over %.2f s after the leader was killed\n", secs);
+    EXPECT_LT(secs, 2 + 5.0) << "take-over slower than TTL + margin";
+    ASSERT_TRUE(ReadPass(c->get(), &records));
+    std::map<std::string, int> count;
+    for (const auto& r : records) ++count[r];
+    EXPECT_EQ(count.size(), 40u);
+    for (const auto& [r, n] : count) EXPECT_EQ(n, 1) << r;
+    // A clean stop releases the lock at once.
+    auto st = standby->Stop(10'000);
+    ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
+  }
+
   testing::TempDir dir_;
   MasterProcess master_;
 };
@@ -150,81 +209,15 @@ TEST_F(MasterClientTest, MasterKilledMidPassIsRiddenOutThroughTheStore) {
   for (const auto& [r, n] : count) EXPECT_EQ(n, 1) << r;
 }
 
-// Two masters on one store: the standby takes over within the lease TTL
-// when the leader is killed, resumes its state exactly (every record read
-// exactly once in the pass), and the client finds it through master/addr.
-void StandbyTakesOver(const std::string& store, const testing::TempDir& dir) {
-  std::string glob = testing::MakeDataset(dir.path(), 2, 5, 4);  // 40 records
-  std::vector<std::string> flags = {"--chunks-per-task", "1", "--store", store,
-                                    "--lease-ttl",       "2"};
-  auto leader = MasterProcess::Start(dir.File("m1"), dir.File("m1.log"), flags);
-  ASSERT_TRUE(leader.ok()) << leader.status().ToString();
-  // The standby waits for master/lock: it writes no port file yet.
-  std::vector<std::string> argv = {testing::BuiltBinary("master/fabps-master"),
-                                   "--port",
-                                   "0",
-                                   "--port-file",
-                                   dir.File("m2.port"),
-                                   "--job",
-                                   "test"};
-  argv.insert(argv.end(), flags.begin(), flags.end());
-  auto standby = testing::Subprocess::Start(argv, dir.File("m2.log"));
-  ASSERT_TRUE(standby.ok());
-  MasterClientOptions o;
-  o.store_spec = store;
-  o.job = "test";
-  o.trainer_id = "t0";
-  auto c = MasterClient::Create(o);
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_TRUE((*c)->SetDataset({glob}).ok());
-  ASSERT_TRUE((*c)->StartGetRecords(0).ok());
-  std::vector<std::string> records;
-  std::string_view rec;
-  while (records.size() < 14) {
-    auto more = (*c)->NextRecord(&rec);
-    ASSERT_TRUE(more.ok() && *more) << more.status().ToString();
-    records.emplace_back(rec);
-  }
-  EXPECT_TRUE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
-      << "the standby served while the leader held the lock";
-  leader->proc.Kill();
-  auto killed = std::chrono::steady_clock::now();
-  Deadline d = Deadline::InMs(30'000);
-  while (testing::ReadFileOrEmpty(dir.File("m2.port")).empty() &&
-         !d.Expired() && standby->running()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(20));
-  }
-  double secs =
-      std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-          .count();
-  ASSERT_FALSE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
-      << testing::ReadFileOrEmpty(dir.File("m2.log"));
-  std::printf("standby took over %.2f s after the leader was killed\n", secs);
-  EXPECT_LT(secs, 2 + 5.0) << "take-over slower than TTL + margin";
-  for (;;) {
-    auto more = (*c)->NextRecord(&rec);
-    ASSERT_TRUE(more.ok()) << more.status().ToString();
-    if (!*more) break;
-    records.emplace_back(rec);
-  }
-  std::map<std::string, int> count;
-  for (const auto& r : records) ++count[r];
-  EXPECT_EQ(count.size(), 40u);
-  for (const auto& [r, n] : count) EXPECT_EQ(n, 1) << r;
-  // A clean stop releases the lock at once.
-  auto st = standby->Stop(10'000);
-  ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
-}
-
 TEST_F(MasterClientTest, StandbyMasterTakesOverOnTheLocalStore) {
-  StandbyTakesOver("local:" + dir_.File("store"), dir_);
+  StandbyTakesOver("local:" + dir_.File("store"));
 }
 
 TEST_F(MasterClientTest, StandbyMasterTakesOverOnEtcd) {
   if (testing::EtcdServer::BinaryPath().empty()) GTEST_SKIP() << "no etcd";
   auto etcd = testing::EtcdServer::Start();
   ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
-  StandbyTakesOver("etcd:" + (*etcd)->client_url(), dir_);
+  StandbyTakesOver("etcd:" + (*etcd)->client_url());
 }
 
 TEST(MasterClientOptions, BadOptionsRejected) {

@@ -81,6 +81,19 @@ class StoreDiscoveryTest : public ::testing::Test {
     if (!h.ok()) return h.status();
     return c->Wait(*h, Deadline::InMs(10000));
   }
+  // Connects to `job` through the store and initializes "w" to `value`
+  // (this client must win init/lock).
+  static Result<std::unique_ptr<PServerClient>> ConnectAndInit(
+      const PServerClientOptions& o, float value) {
+    FABPS_ASSIGN_OR_RETURN(auto c, PServerClient::Connect(o));
+    FABPS_ASSIGN_OR_RETURN(bool init, c->BeginInitParams(false));
+    if (!init) return Status::FailedPrecondition("did not win init/lock");
+    std::vector<float> v(kElements, value);
+    FABPS_RETURN_IF_ERROR(c->InitParam({"w", DType::kFloat32, {kElements}},
+                                       v.data(), v.size() * 4));
+    FABPS_RETURN_IF_ERROR(c->FinishInitParams());
+    return c;
+  }
   static Result<std::vector<float>> Pull(PServerClient* c) {
     std::vector<float> w(kElements, -1);
     FABPS_RETURN_IF_ERROR(
@@ -143,14 +156,8 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   // A second job on the same etcd: its own ps/0, its own count.
   Subprocess other = StartPserver("other", 1);
   {
-    auto c = PServerClient::Connect(Options("other"));
+    auto c = ConnectAndInit(Options("other"), 5.0f);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    ASSERT_TRUE((*c)->BeginInitParams(false).value());
-    std::vector<float> v(kElements, 5.0f);
-    ASSERT_TRUE((*c)->InitParam({"w", DType::kFloat32, {kElements}}, v.data(),
-                                v.size() * 4)
-                    .ok());
-    ASSERT_TRUE((*c)->FinishInitParams().ok());
     ASSERT_TRUE(Push(c->get(), 1.0f).ok());
     auto ov = Pull(c->get());
     ASSERT_TRUE(ov.ok());
@@ -219,14 +226,8 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
                      Log(started_++))
                      .value());
   }
-  auto c = PServerClient::Connect(Options("j"));
+  auto c = ConnectAndInit(Options("j"), 50.0f);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_TRUE((*c)->BeginInitParams(false).value());
-  std::vector<float> w0(kElements, 50.0f);
-  ASSERT_TRUE((*c)->InitParam({"w", DType::kFloat32, {kElements}}, w0.data(),
-                              w0.size() * 4)
-                  .ok());
-  ASSERT_TRUE((*c)->FinishInitParams().ok());
   ASSERT_TRUE(etcd_->Stop().ok());
   // Training goes on while etcd is down (periodic checkpoints too; their
   // records in the store fail and are logged).
