@@ -41,12 +41,14 @@ mkdir -p "$artifacts"
 
 # run_one TARGET: one fuzzer on a fresh copy of its seeds (new inputs
 # libFuzzer finds stay out of the tree); exit code into $runs/TARGET.status.
+# A layout of a few bytes may cut Layout::kMaxBlocks blocks: seconds under
+# ASan on a loaded machine, so the per-input timeout is 60 s, not 25.
 run_one() {
   local target="$1" work="$runs/$1" status=0
   rm -rf "$work"
   mkdir -p "$work"
   cp "fuzz/corpus/$target/"* "$work/"
-  "$build/fuzz/$target" "${limit[@]}" -print_final_stats=1 -timeout=25 \
+  "$build/fuzz/$target" "${limit[@]}" -print_final_stats=1 -timeout=60 \
     -rss_limit_mb=2048 -artifact_prefix="$artifacts/$target-" "$work" \
     >"$runs/$target.log" 2>&1 || status=$?
   echo "$status" >"$runs/$target.status"
