@@ -446,6 +446,9 @@ class GuardedServerSocket : public TNonblockingServerSocket {
   int dead_end_fd_ = -1;  // never handed over for good
 };
 
+// Elements of one list, set or map inside a request.
+constexpr int32_t kMaxContainerElements = 1 << 20;
+
 // Per-connection context: which socket a request came on.
 struct ConnectionContext {
   GuardedSocket* socket = nullptr;
@@ -544,7 +547,11 @@ class GuardedProcessor : public apache::thrift::TProcessor {
       int32_t limit = static_cast<int32_t>(
           std::min<uint32_t>(left, std::numeric_limits<int32_t>::max()));
       binary->setStringSizeLimit(limit);
-      binary->setContainerSizeLimit(limit);
+      // Generated code sizes a list before reading its elements, and an
+      // element may take one byte on the wire but a hundred in memory: cap
+      // the count as well, far above any fabps request (parameters of an
+      // InitConfig, globs of a dataset).
+      binary->setContainerSizeLimit(std::min(limit, kMaxContainerElements));
     }
     buffer->readEnd();  // resets the message size accounting, keeps the data
     long max = buffer->getConfiguration()->getMaxMessageSize();

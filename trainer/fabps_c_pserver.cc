@@ -15,7 +15,6 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "coord/store.h"
-#include "coord/store.h"
 #include "pserver/dtype.h"
 #include "pserver/layout.h"
 #include "pserver/update_rule.h"

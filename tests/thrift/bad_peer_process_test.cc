@@ -182,14 +182,15 @@ class BadPeerTest : public ::testing::TestWithParam<std::string> {
   // A call whose argument starts a container of `count` elements
   // (master: SetDataset's list<string>; pserver: InitParams' InitConfig
   // map<string, UpdateRule>).
-  std::string CallWithContainerSize(uint32_t count) const {
+  // `filler` bytes follow the container header inside the frame.
+  std::string CallWithContainerSize(uint32_t count, size_t filler = 0) const {
     std::string args = is_master()
                            ? w::Field(w::kList, 1) + w::Byte(w::kString)
                            : w::Field(w::kStruct, 2) + w::Field(w::kMap, 3) +
                                  w::Byte(w::kString) + w::Byte(w::kStruct);
     return w::Framed(
         w::MessageHeader(is_master() ? "SetDataset" : "InitParams", 1) + args +
-        w::U32(count) + "abcd");
+        w::U32(count) + "abcd" + std::string(filler, '\0'));
   }
 
   TempDir dir_;
@@ -310,6 +311,10 @@ TEST_P(BadPeerTest, LengthsOf2To31InsideAFrame) {
       {"string length 2^24", CallWithStringLength(1u << 24)},
       {"container size 2^31-1", CallWithContainerSize(0x7fffffffu)},
       {"container size 2^24", CallWithContainerSize(1u << 24)},
+      // A count the frame's bytes could cover: refused all the same (each
+      // element's minimum wire size, and the server's cap on elements).
+      {"container size 2^22 in a 4 MiB frame",
+       CallWithContainerSize(1u << 22, size_t{4} << 20)},
       // In a frame the server does not know: skipped field by field.
       {"skipped string 2^31-1",
        w::Call("NoSuchMethod", w::Field(w::kString, 1) + w::U32(0x7fffffffu))},
