@@ -5,6 +5,7 @@
 // checkpoint and serves on a new port, and the trainers find it there. A
 // second job on the same etcd is not disturbed.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
 
 #include <atomic>
 #include <chrono>
@@ -254,6 +255,33 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
   EXPECT_TRUE((*st)->Get("ps/0/addr", Deadline::InMs(5000)).ok());
   EXPECT_TRUE((*st)->Get("ps/1/addr", Deadline::InMs(5000)).ok());
   for (auto& p : ps) p.Stop(10000);
+}
+
+// etcd gone for longer than the lease TTL: the pserver can no longer know
+// that its index is still its own, so it stops serving (exit 3) rather than
+// risk a second owner.
+TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
+  Subprocess p = StartPserver("j", 1);  // --lease-ttl 2
+  coord::StoreOptions so;
+  so.spec = store_;
+  so.job = "j";
+  auto st = coord::OpenStore(so);
+  ASSERT_TRUE(st.ok());
+  Deadline d = Deadline::InMs(20000);
+  while (!(*st)->Get("ps/0/addr", Deadline::InMs(2000)).ok() && !d.Expired())
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  ASSERT_TRUE(p.running());
+  auto stopped = std::chrono::steady_clock::now();
+  ASSERT_TRUE(etcd_->Stop().ok());
+  auto r = p.Wait(20000);
+  ASSERT_TRUE(r.ok()) << "the pserver kept serving with its lease lost";
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - stopped)
+          .count();
+  EXPECT_TRUE(WIFEXITED(*r) && WEXITSTATUS(*r) == 3) << *r;
+  EXPECT_LT(secs, 2 + 10.0) << "took longer than the TTL and a margin";
+  EXPECT_NE(ReadFileOrEmpty(Log(0)).find("lost the claim"), std::string::npos);
+  ASSERT_TRUE(etcd_->Restart().ok());
 }
 
 TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
