@@ -220,6 +220,22 @@ TEST_F(MasterClientTest, StandbyMasterTakesOverOnEtcd) {
   StandbyTakesOver("etcd:" + (*etcd)->client_url());
 }
 
+// etcd gone past the lease TTL: the leader can no longer know it is the
+// only master, so it stops (exit 3) rather than risk two.
+TEST_F(MasterClientTest, MasterWhoseLeaseIsLostStops) {
+  if (testing::EtcdServer::BinaryPath().empty()) GTEST_SKIP() << "no etcd";
+  auto etcd = testing::EtcdServer::Start();
+  ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
+  StartMaster({"--store", "etcd:" + (*etcd)->client_url(), "--lease-ttl", "2"});
+  ASSERT_TRUE((*etcd)->Stop().ok());
+  auto r = master_.proc.Wait(20'000);
+  ASSERT_TRUE(r.ok()) << "the master kept serving with its lease lost";
+  EXPECT_TRUE(WIFEXITED(*r) && WEXITSTATUS(*r) == 3) << *r;
+  EXPECT_NE(testing::ReadFileOrEmpty(dir_.File("master.log"))
+                .find("lost master/lock"),
+            std::string::npos);
+}
+
 TEST(MasterClientOptions, BadOptionsRejected) {
   MasterClientOptions o;
   EXPECT_EQ(MasterClient::Create(o).status().code(),
