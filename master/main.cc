@@ -29,6 +29,7 @@
 #include "master/store_journal.h"
 #include "master/task_dispatcher.h"
 #include "thrift/job_token.h"
+#include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
 
 namespace fabps::master {
@@ -46,6 +47,7 @@ struct Flags {
   int64_t expire_interval_ms = 100;
   int64_t lease_ttl_s = 5;
   std::string token_file;
+  rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
 };
 
 std::string Identity(const std::string& host) {
@@ -113,7 +115,7 @@ int Run(const Flags& flags) {
   }
   auto service = std::make_shared<MasterService>(dispatcher->get());
   auto processor = std::make_shared<rpc::master::MasterProcessor>(service);
-  rpc::RpcServerOptions ro;
+  rpc::RpcServerOptions ro = flags.rpc;
   ro.host = flags.host;
   ro.port = flags.port;
   ro.worker_threads = flags.worker_threads;
@@ -219,6 +221,7 @@ int main(int argc, char** argv) {
   app.add_option("--expire-interval-ms", f.expire_interval_ms,
                  "how often pending deadlines are checked")
       ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
+  fabps::rpc::AddRpcServerFlags(app, &f.rpc);
   app.add_option("--token-file", f.token_file,
                  "the job token (default: $FABPS_JOB_TOKEN_FILE, "
                  "$FABPS_JOB_TOKEN); clients without it are refused");

@@ -37,6 +37,7 @@
 #include "pserver/daemon/data_plane.h"
 #include "pserver/daemon/ps_service.h"
 #include "thrift/job_token.h"
+#include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
 
 namespace {
@@ -63,6 +64,7 @@ struct Flags {
   bool index_given = false;
   int64_t lease_ttl_s = 5;
   std::string token_file;
+  fabps::rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
 };
 
 bool IsDirectory(const std::string& path) {
@@ -232,7 +234,7 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << "recovery: " << rs.ToString();
     return 1;
   }
-  fabps::rpc::RpcServerOptions ro;
+  fabps::rpc::RpcServerOptions ro = f.rpc;
   ro.host = f.host;
   ro.port = f.port;
   ro.worker_threads = f.rpc_threads;
@@ -353,6 +355,7 @@ int main(int argc, char** argv) {
                  "coordination store (local:/dir or etcd:http://...): claim "
                  "an index there, publish the address");
   app.add_option("--job", f.job, "job name in the store");
+  fabps::rpc::AddRpcServerFlags(app, &f.rpc);
   app.add_option("--token-file", f.token_file,
                  "the job token (default: $FABPS_JOB_TOKEN_FILE, "
                  "$FABPS_JOB_TOKEN); clients without it are refused");
