@@ -44,6 +44,19 @@ class MasterClientTest : public ::testing::Test {
                    testing::ReadFileOrEmpty(dir_.File("master.log")).c_str());
     }
   }
+  // A client "t0" that finds the master through `store`, set to read pass 0
+  // of the dataset `glob`.
+  static Result<std::unique_ptr<MasterClient>> StorePassReader(
+      const std::string& store, const std::string& glob) {
+    MasterClientOptions o;
+    o.store_spec = store;
+    o.job = "test";
+    o.trainer_id = "t0";
+    FABPS_ASSIGN_OR_RETURN(auto c, MasterClient::Create(o));
+    FABPS_RETURN_IF_ERROR(c->SetDataset({glob}));
+    FABPS_RETURN_IF_ERROR(c->StartGetRecords(0));
+    return c;
+  }
   // Reads the rest of the pass; false on error (reported).
   static bool ReadPass(MasterClient* c, std::vector<std::string>* out,
                        size_t limit = SIZE_MAX) {
@@ -81,14 +94,8 @@ class MasterClientTest : public ::testing::Test {
     argv.insert(argv.end(), flags.begin(), flags.end());
     auto standby = testing::Subprocess::Start(argv, dir.File("m2.log"));
     ASSERT_TRUE(standby.ok());
-    MasterClientOptions o;
-    o.store_spec = store;
-    o.job = "test";
-    o.trainer_id = "t0";
-    auto c = MasterClient::Create(o);
+    auto c = StorePassReader(store, glob);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
-    ASSERT_TRUE((*c)->SetDataset({glob}).ok());
-    ASSERT_TRUE((*c)->StartGetRecords(0).ok());
     std::vector<std::string> records;
     ASSERT_TRUE(ReadPass(c->get(), &records, 14));
     EXPECT_TRUE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
@@ -190,14 +197,8 @@ TEST_F(MasterClientTest, MasterKilledMidPassIsRiddenOutThroughTheStore) {
   std::string store = "local:" + dir_.File("store");
   std::vector<std::string> flags = {"--chunks-per-task", "1", "--store", store};
   StartMaster(flags);
-  MasterClientOptions o;
-  o.store_spec = store;
-  o.job = "test";
-  o.trainer_id = "t0";
-  auto c = MasterClient::Create(o);
+  auto c = StorePassReader(store, glob);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ASSERT_TRUE((*c)->SetDataset({glob}).ok());
-  ASSERT_TRUE((*c)->StartGetRecords(0).ok());
   std::vector<std::string> records;
   ASSERT_TRUE(ReadPass(c->get(), &records, 14));
   master_.proc.Kill();

@@ -75,6 +75,19 @@ class StoreDiscoveryTest : public ::testing::Test {
     o.init_wait_ms = kMs;
     return o;
   }
+  // The coordination store of `job` on the test's etcd.
+  Result<std::unique_ptr<coord::Store>> OpenStore(const std::string& job) {
+    coord::StoreOptions so;
+    so.spec = store_;
+    so.job = job;
+    return coord::OpenStore(so);
+  }
+  // Waits up to 20 s for `key` to exist (a pserver's claim to be published).
+  static void WaitForKey(coord::Store* st, const std::string& key) {
+    Deadline d = Deadline::InMs(20000);
+    while (!st->Get(key, Deadline::InMs(2000)).ok() && !d.Expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
   static Status Push(PServerClient* c, float g) {
     std::vector<float> grad(kElements, g);
     auto h = c->SendGrads({{"w", grad.data(), grad.size() * 4}},
@@ -198,11 +211,8 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   }
   // The job's other trainer works on, and the other job was not touched.
   ASSERT_TRUE(Push(clients[1].get(), 3.0f).ok());
-  coord::StoreOptions so;
-  so.spec = store_;
-  so.job = "j";
-  auto st = coord::OpenStore(so);
-  ASSERT_TRUE(st.ok());
+  auto st = OpenStore("j");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
   auto count = (*st)->Get("ps/count", Deadline::InMs(5000));
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(count->value, "2");
@@ -247,11 +257,8 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
   ASSERT_TRUE(w.ok());
   for (float v : *w) ASSERT_EQ(v, 50.0f - pushes);
   // The claims are still there, so a replacement would find them taken.
-  coord::StoreOptions so;
-  so.spec = store_;
-  so.job = "j";
-  auto st = coord::OpenStore(so);
-  ASSERT_TRUE(st.ok());
+  auto st = OpenStore("j");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_TRUE((*st)->Get("ps/0/addr", Deadline::InMs(5000)).ok());
   EXPECT_TRUE((*st)->Get("ps/1/addr", Deadline::InMs(5000)).ok());
   for (auto& p : ps) p.Stop(10000);
@@ -262,14 +269,9 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
 // risk a second owner.
 TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
   Subprocess p = StartPserver("j", 1);  // --lease-ttl 2
-  coord::StoreOptions so;
-  so.spec = store_;
-  so.job = "j";
-  auto st = coord::OpenStore(so);
-  ASSERT_TRUE(st.ok());
-  Deadline d = Deadline::InMs(20000);
-  while (!(*st)->Get("ps/0/addr", Deadline::InMs(2000)).ok() && !d.Expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto st = OpenStore("j");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  WaitForKey(st->get(), "ps/0/addr");
   ASSERT_TRUE(p.running());
   auto stopped = std::chrono::steady_clock::now();
   ASSERT_TRUE(etcd_->Stop().ok());
@@ -287,14 +289,9 @@ TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
 TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
   Subprocess a = StartPserver("j", 2);
   // Wait for a's claim (ps/count is put first).
-  coord::StoreOptions so;
-  so.spec = store_;
-  so.job = "j";
-  auto st = coord::OpenStore(so);
-  ASSERT_TRUE(st.ok());
-  Deadline d = Deadline::InMs(20000);
-  while (!(*st)->Get("ps/count", Deadline::InMs(2000)).ok() && !d.Expired())
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  auto st = OpenStore("j");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  WaitForKey(st->get(), "ps/count");
   Subprocess b = StartPserver("j", 3);
   auto r = b.Wait(20000);
   ASSERT_TRUE(r.ok()) << "a pserver with the wrong count kept running";
