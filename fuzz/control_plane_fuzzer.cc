@@ -2,8 +2,8 @@
 // of thrift/pserver.thrift and thrift/master.thrift (what a server reads
 // from a client), the replies a client reads, and a whole message header
 // as the servers' processors read it. Bytes go through a TMemoryBuffer and
-// TBinaryProtocol with the string limit of thrift/rpc_server.cc (container
-// limit: see kContainerLimit). A decoded InitConfig goes on through
+// TBinaryProtocol with the limits thrift/rpc_server.cc sets per frame
+// (BoundByFrame; see ReaderOf). A decoded InitConfig goes on through
 // InitSpecFromThrift, which must validate it and return a Status.
 //
 // The first input byte picks the struct; the rest is its encoding. Decoding
@@ -14,8 +14,10 @@
 #include <thrift/protocol/TProtocolException.h>
 #include <thrift/transport/TBufferTransports.h>
 
+#include <algorithm>
 #include <cstddef>
 #include <cstdint>
+#include <limits>
 #include <memory>
 #include <string>
 
@@ -33,27 +35,25 @@ using apache::thrift::transport::TMemoryBuffer;
 namespace ps = fabps::rpc::pserver;
 namespace ms = fabps::rpc::master;
 
-// The string limit is thrift/rpc_server.cc's (the default
-// RpcServerOptions::max_frame_bytes). Its container limit is the same 16 Mi,
-// and with it a list header of a few bytes makes the generated code resize a
-// vector to 16M elements before reading any (Thrift counts a struct element
-// as 0 bytes against the message budget, a string as 4 against 100 MB):
-// hundreds of MB per input, a few executions a second. The harness uses 64 Ki
-// so that runs reach fabps code; the server-side cost is noted in issue #8.
-constexpr int32_t kStringLimit = 16 << 20;
-constexpr int32_t kContainerLimit = 1 << 16;
+// The limits thrift/rpc_server.cc's BoundByFrame sets for a frame: strings
+// and containers no longer than the bytes left in it, containers at most
+// 2^20 elements, and a message-size budget of those bytes. Here the frame is
+// the input. (With a fixed 16 MiB string limit, a length field alone made
+// TBinaryProtocol resize a string to 16 MiB before finding the bytes missing:
+// most of this target's time went into that memset and its page faults.)
+constexpr int32_t kMaxContainerElements = 1 << 20;
 
-// The message-size budget is the input's size, as a server's would be with
-// maxMessageSize equal to the frame it read.
 std::unique_ptr<TBinaryProtocol> ReaderOf(const uint8_t* data, size_t n) {
   auto config =
       std::make_shared<apache::thrift::TConfiguration>(static_cast<int>(n));
   auto buf = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data),
                                              static_cast<uint32_t>(n),
                                              TMemoryBuffer::OBSERVE, config);
-  return std::make_unique<TBinaryProtocol>(buf, kStringLimit, kContainerLimit,
-                                           /*strict_read=*/false,
-                                           /*strict_write=*/true);
+  const int32_t limit = static_cast<int32_t>(
+      std::min<size_t>(n, std::numeric_limits<int32_t>::max()));
+  return std::make_unique<TBinaryProtocol>(
+      buf, limit, std::min(limit, kMaxContainerElements),
+      /*strict_read=*/false, /*strict_write=*/true);
 }
 
 template <typename T>

@@ -40,7 +40,10 @@ void Decode(const std::string& bytes) {
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   std::string bytes(reinterpret_cast<const char*>(data), size);
   Decode(bytes);
-  fabps::fuzz::FixLayoutCrc(&bytes);
-  Decode(bytes);
+  // With its CRC recomputed, unless it was right already: the same bytes
+  // would cut the same blocks again (up to Layout::kMaxBlocks of them).
+  std::string fixed = bytes;
+  fabps::fuzz::FixLayoutCrc(&fixed);
+  if (fixed != bytes) Decode(fixed);
   return 0;
 }

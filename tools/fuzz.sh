@@ -8,6 +8,9 @@
 #   tools/fuzz.sh [SECONDS]    each target for SECONDS (default 15)
 #   tools/fuzz.sh --long [N]   each target for N executions (default 10000000)
 #
+# FABPS_FUZZ_JOBS=1 runs one target at a time (default: one per core), e.g.
+# on a machine shared with builds: FABPS_FUZZ_JOBS=1 nice -n 19 tools/fuzz.sh
+#
 # Called by tools/test.sh with a short time; usable alone.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -54,10 +57,16 @@ run_one() {
   echo "$status" >"$runs/$target.status"
 }
 
-# As many targets at a time as there are cores.
+# As many targets at a time as there are cores, or FABPS_FUZZ_JOBS.
 targets=()
 for seeds in fuzz/corpus/*/; do targets+=("$(basename "$seeds")"); done
-jobs="$(nproc)"
+jobs="${FABPS_FUZZ_JOBS:-$(nproc)}"
+case "$jobs" in
+  "" | *[!0-9]* | 0)
+    echo "fuzz: FABPS_FUZZ_JOBS must be a positive number" >&2
+    exit 2
+    ;;
+esac
 echo "== fuzz: ${targets[*]} (${limit[*]}, $jobs at a time)"
 for target in "${targets[@]}"; do
   rm -f "$runs/$target.status"
