@@ -17,6 +17,7 @@
 
 #include "base/log.h"
 #include "thrift/job_token.h"
+#include "thrift/tls_socket.h"
 
 namespace fabps::rpc {
 
@@ -58,6 +59,9 @@ Status ParseHostPort(const std::string& address, RpcClientOptions* options) {
 Status ThriftErrorToStatus(const std::exception& e,
                            const std::string& context) {
   std::string msg = context + ": " + e.what();
+  if (auto* t = dynamic_cast<const TlsException*>(&e)) {
+    if (t->refused()) return Status::PermissionDenied(msg);
+  }
   if (auto* t = dynamic_cast<const TTransportException*>(&e)) {
     switch (t->getType()) {
       case TTransportException::TIMED_OUT:
@@ -140,7 +144,18 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     auto config = std::make_shared<TConfiguration>(
         static_cast<int>(std::min<size_t>(options.max_frame_bytes, INT32_MAX)),
         static_cast<int>(std::min<size_t>(options.max_frame_bytes, INT32_MAX)));
-    auto socket = std::make_shared<TSocket>(options.host, options.port, config);
+    const TlsOptions& tls_files =
+        options.tls.enabled() ? options.tls : EnvironmentTls();
+    std::shared_ptr<TSocket> socket;
+    if (tls_files.enabled()) {
+      auto tls = TlsContext::ForClient(tls_files);
+      if (!tls.ok()) return tls.status();
+      socket = std::make_shared<TlsClientSocket>(std::move(tls).value(),
+                                                 options.host, options.port,
+                                                 config);
+    } else {
+      socket = std::make_shared<TSocket>(options.host, options.port, config);
+    }
     socket->setConnTimeout(options.connect_timeout_ms);
     socket->setSendTimeout(options.send_timeout_ms);
     socket->setRecvTimeout(options.recv_timeout_ms);

@@ -6,7 +6,10 @@
 //   Status s = conn.Call("Status", [&](master::MasterClient& c) {
 //     master::MasterStatus st; c.Status(st); pass = st.pass; });
 //
-// Errors: a Thrift transport error becomes kTimedOut (a send or receive
+// Errors: a TLS refusal (the server's certificate not of the CA or not
+// naming the host, the server refusing this client's certificate, one side
+// not speaking TLS) becomes kPermissionDenied; a Thrift transport error
+// kTimedOut (a send or receive
 // timeout: the call may have run) or kUnavailable (connect refused, peer
 // closed, not open); a protocol error kCorruption; an application error
 // (unknown method, internal error on the peer) kIOError; any other
@@ -27,6 +30,7 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "thrift/tls.h"
 
 namespace apache::thrift {
 namespace protocol {
@@ -49,6 +53,10 @@ struct RpcClientOptions {
   // Presented right after connecting (thrift/job_token.h); "" takes the
   // environment's, and with none there nothing is presented.
   std::string token;
+  // TLS (thrift/tls.h): the CA file, and a certificate and key when the
+  // server asks for one. None set takes the environment's ($FABPS_TLS_*);
+  // none there speaks plain TCP.
+  TlsOptions tls;
 };
 
 // Sends Thrift's own messages (it prints them to stderr by default) to
@@ -66,7 +74,8 @@ bool ThriftErrorBreaksConnection(const std::exception& e);
 
 // An open framed transport and binary protocol, the job token presented.
 // Unavailable when the connect fails, TimedOut when it times out,
-// PermissionDenied when the server refuses the token.
+// PermissionDenied when the server refuses the token or either side's TLS
+// certificate is refused; InvalidArgument or IOError for unusable TLS files.
 struct FramedChannel {
   std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::shared_ptr<apache::thrift::protocol::TProtocol> protocol;

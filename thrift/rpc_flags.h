@@ -11,8 +11,10 @@
 
 namespace fabps::rpc {
 
-// Adds --max-connections, --frame-timeout-ms, --first-request-timeout-ms
-// and --idle-timeout-ms, writing into `o` (whose values are the defaults).
+// Adds --max-connections, --frame-timeout-ms, --first-request-timeout-ms,
+// --idle-timeout-ms and the TLS files --tls-cert, --tls-key, --tls-ca
+// (thrift/tls.h; each must name a readable file), writing into `o` (whose
+// values are the defaults).
 inline void AddRpcServerFlags(CLI::App& app, RpcServerOptions* o) {
   constexpr int64_t kDayMs = 86'400'000;
   app.add_option("--max-connections", o->max_connections,
@@ -29,6 +31,21 @@ inline void AddRpcServerFlags(CLI::App& app, RpcServerOptions* o) {
   app.add_option("--idle-timeout-ms", o->idle_timeout_ms,
                  "close connections idle between requests this long (0: off)")
       ->check(CLI::Range(int64_t{0}, kDayMs));
+  auto* cert = app.add_option("--tls-cert", o->tls.cert_file,
+                              "serve TLS with this PEM certificate (chain); "
+                              "needs --tls-key (default: $FABPS_TLS_CERT)")
+                   ->check(CLI::ExistingFile);
+  auto* key = app.add_option("--tls-key", o->tls.key_file,
+                             "the PEM private key of --tls-cert "
+                             "(default: $FABPS_TLS_KEY)")
+                  ->check(CLI::ExistingFile);
+  cert->needs(key);
+  key->needs(cert);
+  app.add_option("--tls-ca", o->tls.ca_file,
+                 "with TLS, require client certificates signed by this PEM "
+                 "CA (default: $FABPS_TLS_CA)")
+      ->check(CLI::ExistingFile)
+      ->needs(cert);
 }
 
 }  // namespace fabps::rpc

@@ -29,6 +29,7 @@
 #include "base/log.h"
 #include "thrift/job_token.h"
 #include "thrift/rpc_client.h"
+#include "thrift/tls.h"
 
 namespace fabps::rpc {
 namespace internal {
@@ -120,6 +121,8 @@ class ConnectionGuard {
   void OnProcessEnd(GuardedSocket* s, bool wrote_reply);
   // The request on `s` was bad: after its error reply, close it.
   void DropAfterReply(GuardedSocket* s);
+  // The TLS handshake or a TLS record from `s` failed; the server closes it.
+  void OnTlsFailure(GuardedSocket* s, const std::string& why);
   // Closes connections whose time is up.
   void Reap();
   RpcServerStats stats() {
@@ -147,7 +150,9 @@ class ConnectionGuard {
 
 // The TSocket of one accepted connection: reports its traffic to the guard,
 // and reads as closed once the guard has given up on it (so that the server
-// closes it on its own thread).
+// closes it on its own thread). With TLS it reads and writes through its
+// session (the guard sees the plain bytes); all of it runs on the
+// connection's IO thread.
 class GuardedSocket : public TSocket {
  public:
   friend class GuardedServerSocket;
@@ -157,23 +162,33 @@ class GuardedSocket : public TSocket {
       : TSocket(fd), guard_(std::move(guard)), fd_(fd), shared_fd_(shared_fd) {}
   ~GuardedSocket() override {
     guard_->Forget(this);
+    tls_.reset();
     if (shared_fd_) socket_ = THRIFT_INVALID_SOCKET;  // ~TSocket closes it
   }
 
   uint32_t read(uint8_t* buf, uint32_t len) override {
     if (closing_.load(std::memory_order_acquire)) return 0;
-    uint32_t n = TSocket::read(buf, len);
+    uint32_t n = tls_ ? TlsRead(buf, len) : TSocket::read(buf, len);
     if (n > 0 && !guard_->OnRead(this, buf, n)) return 0;
     return n;
   }
   uint32_t write_partial(const uint8_t* buf, uint32_t len) override {
     guard_->OnWriteBegin(this);
-    uint32_t n = TSocket::write_partial(buf, len);
+    uint32_t n = tls_ ? TlsWrite(buf, len) : TSocket::write_partial(buf, len);
     if (n > 0) guard_->OnWritten(this, buf, n);
     return n;
   }
+  // TNonblockingServer reads on once a frame's length is in when this says
+  // so: decrypted bytes may wait in the session with the socket empty.
+  bool hasPendingDataToRead() override {
+    return tls_ ? tls_->Pending() > 0 : TSocket::hasPendingDataToRead();
+  }
   void close() override {
     guard_->Forget(this);  // before the fd can be reused
+    if (tls_) {
+      tls_->Shutdown();
+      tls_.reset();
+    }
     if (shared_fd_) {
       socket_ = THRIFT_INVALID_SOCKET;
       return;
@@ -183,9 +198,43 @@ class GuardedSocket : public TSocket {
 
  private:
   friend class ConnectionGuard;
+
+  // TNonblockingServer takes an exception whose text has "retry" as "wait
+  // for the socket and call again"; a 0 as the end of the connection.
+  uint32_t TlsRead(uint8_t* buf, uint32_t len) {
+    uint32_t n = 0;
+    switch (tls_->Read(buf, len, &n)) {
+      case TlsSession::Io::kOk:
+        return n;
+      case TlsSession::Io::kWantRead:
+      case TlsSession::Io::kWantWrite:
+        throw TTransportException(TTransportException::UNKNOWN, "tls: retry");
+      case TlsSession::Io::kClosed:
+        return 0;
+      case TlsSession::Io::kError:
+        guard_->OnTlsFailure(this, tls_->error());
+        return 0;
+    }
+    return 0;
+  }
+  uint32_t TlsWrite(const uint8_t* buf, uint32_t len) {
+    uint32_t n = 0;
+    switch (tls_->Write(buf, len, &n)) {
+      case TlsSession::Io::kOk:
+        return n;
+      case TlsSession::Io::kWantRead:
+      case TlsSession::Io::kWantWrite:
+        return 0;  // the server waits for the socket to drain
+      default:
+        throw TTransportException(TTransportException::END_OF_FILE,
+                                  "tls: " + tls_->error());
+    }
+  }
+
   const std::shared_ptr<ConnectionGuard> guard_;
   const int fd_;
   const bool shared_fd_;
+  std::unique_ptr<TlsSession> tls_;  // set before Admit, when TLS is on
   std::string peer_ = "(not accepted)";  // set before Admit, then constant
   std::atomic<bool> closing_{false};
   // Guarded by the guard's mu_.
@@ -309,6 +358,12 @@ void ConnectionGuard::DropAfterReply(GuardedSocket* s) {
   if (live_.count(s) != 0) DoomLocked(s, SHUT_RD, "bad request");
 }
 
+void ConnectionGuard::OnTlsFailure(GuardedSocket* s, const std::string& why) {
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.tls_failures++;
+  if (live_.count(s) != 0) DoomLocked(s, SHUT_RDWR, ("TLS: " + why).c_str());
+}
+
 void ConnectionGuard::Reap() {
   std::lock_guard<std::mutex> l(mu_);
   Clock::time_point now = Clock::now();
@@ -385,9 +440,13 @@ void ConnectionGuard::Warn(const std::string& what) {
 // whose peer is gone, kept for that and never closed.
 class GuardedServerSocket : public TNonblockingServerSocket {
  public:
+  // `tls`: null for plain TCP.
   GuardedServerSocket(const std::string& host, int port,
-                      std::shared_ptr<ConnectionGuard> guard)
-      : TNonblockingServerSocket(host, port), guard_(std::move(guard)) {
+                      std::shared_ptr<ConnectionGuard> guard,
+                      std::shared_ptr<TlsContext> tls)
+      : TNonblockingServerSocket(host, port),
+        guard_(std::move(guard)),
+        tls_(std::move(tls)) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
                      pair) != 0) {
@@ -426,6 +485,14 @@ class GuardedServerSocket : public TNonblockingServerSocket {
       socket->setCachedAddress(reinterpret_cast<sockaddr*>(&addr), len);
       socket->peer_ = socket->getPeerAddress() + ":" +
                       std::to_string(socket->getPeerPort());
+      if (tls_ != nullptr && !refused) {
+        std::string why;
+        socket->tls_ = TlsSession::Make(*tls_, fd, "", &why);
+        if (socket->tls_ == nullptr) {
+          FABPS_LOG(WARNING) << "rpc server: " << why;
+          refused = true;
+        }
+      }
     } else {
       if (err == EMFILE || err == ENFILE) {
         // The peer stays queued and the listener ready: do not spin on it
@@ -442,6 +509,7 @@ class GuardedServerSocket : public TNonblockingServerSocket {
 
  private:
   const std::shared_ptr<ConnectionGuard> guard_;
+  const std::shared_ptr<TlsContext> tls_;
   int spare_fd_ = -1;     // IO thread 0 only
   int dead_end_fd_ = -1;  // never handed over for good
 };
@@ -727,6 +795,14 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
     return Status::InvalidArgument("job token longer than " +
                                    std::to_string(kMaxTokenBytes) + " bytes");
   }
+  std::shared_ptr<TlsContext> tls;
+  const TlsOptions& tls_files =
+      options.tls.enabled() ? options.tls : EnvironmentTls();
+  if (tls_files.enabled()) {
+    auto made = TlsContext::ForServer(tls_files);
+    if (!made.ok()) return made.status();
+    tls = std::move(made).value();
+  }
   RouteThriftOutputToLog();
   RaiseFileLimit(options.max_connections);
   RpcServerOptions o = options;
@@ -739,7 +815,7 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
   auto signal = std::make_shared<StartSignal>();
   try {
     auto socket = std::make_shared<internal::GuardedServerSocket>(
-        o.host, o.port, rs->guard_);
+        o.host, o.port, rs->guard_, tls);
     auto workers = ThreadManager::newSimpleThreadManager(
         static_cast<size_t>(o.worker_threads), o.max_queued_requests);
     workers->threadFactory(std::make_shared<ThreadFactory>());

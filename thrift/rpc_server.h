@@ -31,6 +31,10 @@
 //    connection idle the longest (one that never sent a request first), or
 //    is closed at once when every connection is busy. Running out of file
 //    descriptors closes new connections instead of stopping the server.
+//  - With TLS (options.tls or $FABPS_TLS_*), a failed handshake (not TLS,
+//    a client certificate missing or not of the CA) closes the connection
+//    and is logged; a handshake that stalls counts against
+//    `first_request_timeout_ms`.
 // Closing a connection affects no other; the client sees the close (or the
 // error reply) and RpcConnection reconnects on its next call.
 //
@@ -55,6 +59,7 @@
 #include <thread>
 
 #include "base/status.h"
+#include "thrift/tls.h"
 
 namespace apache::thrift {
 class TProcessor;
@@ -97,6 +102,10 @@ struct RpcServerOptions {
   // the environment's ($FABPS_JOB_TOKEN_FILE, $FABPS_JOB_TOKEN), and with
   // none there every connection is served.
   std::string token;
+  // TLS (thrift/tls.h): certificate and key, and a CA file to require client
+  // certificates. None set takes the environment's ($FABPS_TLS_*); none
+  // there serves plain TCP.
+  TlsOptions tls;
 };
 
 // What the server did to bad peers since Start() (monotonic counters).
@@ -108,12 +117,14 @@ struct RpcServerStats {
   uint64_t timed_out = 0;           // frame, first-request or idle timeout
   uint64_t bad_requests = 0;        // answered with an error, then closed
   uint64_t over_pending_bytes = 0;  // frame over max_pending_request_bytes
+  uint64_t tls_failures = 0;        // TLS handshake or record failed
 };
 
 class RpcServer {
  public:
   // Binds and listens, then serves on background threads. InvalidArgument
-  // for options out of range; Unavailable when the address cannot be bound;
+  // for options out of range (or TLS files missing); IOError for TLS files
+  // that cannot be used; Unavailable when the address cannot be bound;
   // TimedOut when the server did not come up in start_timeout_ms.
   static Result<std::unique_ptr<RpcServer>> Start(
       std::shared_ptr<apache::thrift::TProcessor> processor,
