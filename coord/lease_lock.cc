@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <optional>
 #include <thread>
 
 #include "base/log.h"
@@ -51,18 +52,20 @@ Status LeaseLock::Release(Deadline deadline) {
   return s;
 }
 
-Result<std::unique_ptr<LeaseLock>> LeaseLock::TryKeys(
-    Store* store, const std::vector<std::string>& keys,
-    const LeaseLockOptions& options, Deadline deadline, size_t* which,
-    std::string* owner) {
+Result<LeaseLock::Pending> LeaseLock::Grant(Store* store,
+                                             const LeaseLockOptions& options,
+                                             Deadline deadline) {
   if (options.ttl_seconds < 2)
     return Status::InvalidArgument("lease lock: ttl below 2 seconds");
   FABPS_ASSIGN_OR_RETURN(
       Lease lease,
       store->GrantLease(options.ttl_seconds,
                         Sooner(deadline, store->DefaultDeadline())));
-  auto shared = std::make_shared<Shared>();
-  shared->on_lost = options.on_lost;
+  Pending p;
+  p.id = lease.id;
+  p.shared = std::make_shared<Shared>();
+  p.shared->on_lost = options.on_lost;
+  auto shared = p.shared;
   Status ka =
       store->StartKeepAlive(lease.id, [shared](LeaseId, const Status& why) {
         shared->held = false;
@@ -71,65 +74,89 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::TryKeys(
                          << why.ToString();
         if (shared->on_lost) shared->on_lost(why);
       });
-  auto give_back = [&] {
-    (void)store->Revoke(lease.id, Sooner(deadline, store->DefaultDeadline()));
-  };
   if (!ka.ok()) {
-    give_back();
+    GiveBack(store, p);
     return ka;
   }
+  return p;
+}
+
+// With the store's own deadline, not the caller's (which may have passed):
+// the revoke also ends the keep-alive.
+void LeaseLock::GiveBack(Store* store, const Pending& pending) {
+  (void)store->Revoke(pending.id, store->DefaultDeadline());
+}
+
+Result<std::unique_ptr<LeaseLock>> LeaseLock::TryKeys(
+    Store* store, const std::vector<std::string>& keys,
+    const LeaseLockOptions& options, Deadline deadline, const Pending& pending,
+    size_t* which, std::string* owner) {
   for (size_t i = 0; i < keys.size(); i++) {
-    auto r = store->Txn({Compare::Absent(keys[i])},
-                        {TxnOp::Put(keys[i], options.value, lease.id)},
-                        {TxnOp::Get(keys[i])},
-                        Sooner(deadline, store->DefaultDeadline()));
-    if (!r.ok()) {
-      give_back();
-      return r.status();
-    }
-    if (r->succeeded) {
-      shared->key = keys[i];
-      shared->owner = true;
-      if (!shared->held.load()) {
-        give_back();
+    FABPS_ASSIGN_OR_RETURN(
+        TxnResult r, store->Txn({Compare::Absent(keys[i])},
+                                {TxnOp::Put(keys[i], options.value, pending.id)},
+                                {TxnOp::Get(keys[i])},
+                                Sooner(deadline, store->DefaultDeadline())));
+    if (r.succeeded) {
+      pending.shared->key = keys[i];
+      pending.shared->owner = true;
+      if (!pending.shared->held.load()) {
         return Status::Unavailable("lease lock: lease lost while acquiring " +
                                    keys[i]);
       }
       *which = i;
-      return std::unique_ptr<LeaseLock>(
-          new LeaseLock(store, keys[i], lease.id, r->revision, shared));
+      return std::unique_ptr<LeaseLock>(new LeaseLock(
+          store, keys[i], pending.id, r.revision, pending.shared));
     }
-    if (!r->results.empty() && !r->results[0].kvs.empty())
-      *owner = r->results[0].kvs[0].value;
+    if (!r.results.empty() && !r.results[0].kvs.empty())
+      *owner = r.results[0].kvs[0].value;
   }
-  give_back();
   return std::unique_ptr<LeaseLock>();
 }
 
 Result<std::unique_ptr<LeaseLock>> LeaseLock::TryAcquire(
     Store* store, const std::string& key, const LeaseLockOptions& options,
     Deadline deadline) {
+  FABPS_ASSIGN_OR_RETURN(Pending pending, Grant(store, options, deadline));
   size_t which = 0;
   std::string owner;
-  FABPS_ASSIGN_OR_RETURN(
-      auto lock, TryKeys(store, {key}, options, deadline, &which, &owner));
-  if (!lock) {
-    return Status::FailedPrecondition(key + " is held by '" + owner + "'");
-  }
-  return lock;
+  auto lock = TryKeys(store, {key}, options, deadline, pending, &which, &owner);
+  if (lock.ok() && *lock) return lock;
+  GiveBack(store, pending);
+  if (!lock.ok()) return lock.status();
+  return Status::FailedPrecondition(key + " is held by '" + owner + "'");
 }
 
+// One lease serves every attempt while it lives: a new one is granted only
+// after it was lost (expired during a store outage) or an attempt failed.
 Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireKeys(
     Store* store, const std::vector<std::string>& keys,
     const LeaseLockOptions& options, Deadline deadline,
     const std::function<bool()>& cancelled, size_t* which) {
   bool logged = false;
   const std::string what = keys[0] + (keys.size() > 1 ? "..." : "");
+  std::optional<Pending> pending;
+  auto give_back = [&] {
+    if (pending) GiveBack(store, *pending);
+    pending.reset();
+  };
   for (;;) {
+    if (pending && !pending->shared->held.load()) give_back();
     std::string owner;
-    auto r = TryKeys(store, keys, options, deadline, which, &owner);
+    Result<std::unique_ptr<LeaseLock>> r = std::unique_ptr<LeaseLock>();
+    if (!pending) {
+      auto granted = Grant(store, options, deadline);
+      if (granted.ok()) {
+        pending = std::move(granted).value();
+      } else {
+        r = granted.status();
+      }
+    }
+    if (pending) r = TryKeys(store, keys, options, deadline, *pending, which,
+                             &owner);
     if (r.ok() && *r) return std::move(*r);
     if (!r.ok()) {
+      give_back();
       Status::Code c = r.status().code();
       if (c != Status::Code::kUnavailable && c != Status::Code::kTimedOut &&
           c != Status::Code::kNotFound) {
@@ -142,10 +169,14 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireKeys(
       FABPS_LOG(INFO) << "waiting for " << what << ", held by '" << owner
                       << "'";
     }
-    if (cancelled && cancelled())
+    if (cancelled && cancelled()) {
+      give_back();
       return Status::Cancelled("lease lock: cancelled while waiting");
-    if (deadline.Expired())
+    }
+    if (deadline.Expired()) {
+      give_back();
       return Status::TimedOut("lease lock: " + what + " still taken");
+    }
     int64_t wait = std::min<int64_t>(options.retry_ms, deadline.RemainingMs());
     std::this_thread::sleep_for(std::chrono::milliseconds(wait));
   }

@@ -83,12 +83,21 @@ class LeaseLock {
   struct Shared;
   LeaseLock(Store* store, std::string key, LeaseId lease, int64_t rev,
             std::shared_ptr<Shared> shared);
-  // One attempt on each of `keys` in order with a lease granted (and kept
-  // alive) by `pending`; nullptr with *owner set when all are taken.
+  // A lease granted and kept alive for attempts on keys; whoever holds it
+  // and takes no key revokes it (GiveBack).
+  struct Pending {
+    LeaseId id = 0;
+    std::shared_ptr<Shared> shared;
+  };
+  static Result<Pending> Grant(Store* store, const LeaseLockOptions& options,
+                               Deadline deadline);
+  static void GiveBack(Store* store, const Pending& pending);
+  // One attempt on each of `keys` in order with `pending`'s lease; nullptr
+  // with *owner set when all are taken. On success the lock owns the lease.
   static Result<std::unique_ptr<LeaseLock>> TryKeys(
       Store* store, const std::vector<std::string>& keys,
-      const LeaseLockOptions& options, Deadline deadline, size_t* which,
-      std::string* owner);
+      const LeaseLockOptions& options, Deadline deadline,
+      const Pending& pending, size_t* which, std::string* owner);
   // TryKeys until one is taken, `deadline` or `cancelled`.
   static Result<std::unique_ptr<LeaseLock>> AcquireKeys(
       Store* store, const std::vector<std::string>& keys,
