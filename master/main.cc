@@ -22,6 +22,7 @@
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/stop_signals.h"
 #include "coord/lease_lock.h"
 #include "coord/store.h"
 #include "master/clock.h"
@@ -67,11 +68,7 @@ int Run(const Flags& flags) {
   }
   // Signals are taken synchronously by the main loop; block them before any
   // thread starts so every thread inherits the mask.
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  StopSignals stop;
 
   coord::StoreOptions so;
   so.spec = flags.store.empty() ? "local:" + flags.state_dir : flags.store;
@@ -85,17 +82,11 @@ int Run(const Flags& flags) {
   coord::LeaseLockOptions lo;
   lo.ttl_seconds = flags.lease_ttl_s;
   lo.value = Identity(flags.host);
-  bool stop_requested = false;
-  auto cancelled = [&] {
-    timespec zero{0, 0};
-    int sig = sigtimedwait(&signals, nullptr, &zero);
-    if (sig == SIGTERM || sig == SIGINT) stop_requested = true;
-    return stop_requested;
-  };
   auto lock = coord::LeaseLock::Acquire(store->get(), "master/lock", lo,
-                                        Deadline::Infinite(), cancelled);
+                                        Deadline::Infinite(),
+                                        [&] { return stop.Requested(); });
   if (!lock.ok()) {
-    if (stop_requested) {
+    if (stop.Requested()) {
       FABPS_LOG(INFO) << "signal while standing by: exiting";
       return 0;
     }
@@ -150,11 +141,9 @@ int Run(const Flags& flags) {
   std::printf("fabps-master listening on %s\n", addr.c_str());
   std::fflush(stdout);
 
-  timespec tick{flags.expire_interval_ms / 1000,
-                (flags.expire_interval_ms % 1000) * 1000000};
   while (true) {
-    int sig = sigtimedwait(&signals, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGINT) {
+    int sig = stop.Wait(flags.expire_interval_ms);
+    if (sig != 0) {
       FABPS_LOG(INFO) << "signal " << sig << ": shutting down";
       break;
     }

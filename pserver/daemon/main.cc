@@ -32,6 +32,7 @@
 
 #include "base/file_util.h"
 #include "base/log.h"
+#include "base/stop_signals.h"
 #include "coord/lease_lock.h"
 #include "coord/store.h"
 #include "pserver/daemon/data_plane.h"
@@ -96,7 +97,7 @@ struct Claim {
 
 // Claims an index (see the file comment); sets f->index and the checkpoint
 // directory. Returns the exit code on failure (0 on success).
-int ClaimIndex(Flags* f, Claim* claim, sigset_t* signals) {
+int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
   fabps::coord::StoreOptions so;
   so.spec = f->store;
   so.job = f->job;
@@ -123,20 +124,14 @@ int ClaimIndex(Flags* f, Claim* claim, sigset_t* signals) {
       break;
     }
     FABPS_LOG(WARNING) << "store: " << r.status().ToString() << " (retrying)";
-    std::this_thread::sleep_for(std::chrono::milliseconds(500));
+    if (stop->Wait(500) != 0) return 0;  // no claim: Serve exits 0
   }
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
   fabps::coord::LeaseLockOptions lo;
   lo.ttl_seconds = f->lease_ttl_s;
   lo.value = std::string(host) + " pid " + std::to_string(::getpid());
-  bool stop = false;
-  auto cancelled = [&] {
-    timespec zero{0, 0};
-    int sig = sigtimedwait(signals, nullptr, &zero);
-    if (sig == SIGTERM || sig == SIGINT) stop = true;
-    return stop;
-  };
+  auto cancelled = [stop] { return stop->Requested(); };
   fabps::Result<std::unique_ptr<fabps::coord::LeaseLock>> lock =
       fabps::Status::OK();
   if (f->index_given) {
@@ -149,7 +144,7 @@ int ClaimIndex(Flags* f, Claim* claim, sigset_t* signals) {
         cancelled, &f->index);
   }
   if (!lock.ok()) {
-    if (stop) return 0;
+    if (stop->Requested()) return 0;
     FABPS_LOG(ERROR) << "claiming an index: " << lock.status().ToString();
     return 1;
   }
@@ -169,12 +164,7 @@ int ClaimIndex(Flags* f, Claim* claim, sigset_t* signals) {
       own = dir;
     }
   }
-  f->checkpoint_dir = own;
-  if (!own.empty()) {
-    ::mkdir(f->checkpoint_dir.substr(0, f->checkpoint_dir.rfind('/')).c_str(),
-            0755);
-    ::mkdir(own.c_str(), 0755);
-  }
+  f->checkpoint_dir = own;  // PServerService::Recover creates it
   return 0;
 }
 
@@ -192,15 +182,11 @@ void RecordCheckpoint(Claim* claim, const std::string& dir) {
 }
 
 int Serve(Flags f, const std::string& token) {
-  sigset_t signals;
-  sigemptyset(&signals);
-  sigaddset(&signals, SIGTERM);
-  sigaddset(&signals, SIGINT);
-  pthread_sigmask(SIG_BLOCK, &signals, nullptr);
+  fabps::StopSignals stop;
   Claim claim;
   if (!f.store.empty()) {
     fabps::SetLogTag("pserver");
-    int rc = ClaimIndex(&f, &claim, &signals);
+    int rc = ClaimIndex(&f, &claim, &stop);
     if (rc != 0 || !claim.lock) return rc;
     FABPS_LOG(INFO) << "claimed index " << f.index << " of job " << f.job;
   }
@@ -273,9 +259,8 @@ int Serve(Flags f, const std::string& token) {
   int64_t period_ms = static_cast<int64_t>(f.save_period) * 1000;
   auto last_save = std::chrono::steady_clock::now();
   for (;;) {
-    timespec tick{0, 200 * 1000 * 1000};
-    int sig = sigtimedwait(&signals, nullptr, &tick);
-    if (sig == SIGTERM || sig == SIGINT) {
+    int sig = stop.Wait(200);
+    if (sig != 0) {
       FABPS_LOG(INFO) << "signal " << sig
                       << ": checkpointing and shutting down";
       break;

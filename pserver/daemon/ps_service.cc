@@ -96,7 +96,12 @@ Status PServerService::BuildShard(const ps::InitConfig& config,
 
 Status PServerService::Recover() {
   if (options_.checkpoint_dir.empty()) return Status::OK();
-  ::mkdir(options_.checkpoint_dir.c_str(), 0755);
+  std::error_code ec;
+  std::filesystem::create_directories(options_.checkpoint_dir, ec);
+  if (ec) {
+    return Status::IOError("create " + options_.checkpoint_dir + ": " +
+                           ec.message());
+  }
   auto config = ReadInitConfigFile(InitConfigPath());
   if (config.status().code() == Status::Code::kNotFound) return Status::OK();
   if (!config.ok()) return config.status();
@@ -193,7 +198,6 @@ bool PServerService::FinishInitParams(int64_t trainer_id) {
   Status s = data_plane_->AttachShard(shard_.get());
   if (!s.ok()) ThrowPsError(s);
   if (!options_.checkpoint_dir.empty()) {
-    ::mkdir(options_.checkpoint_dir.c_str(), 0755);
     s = WriteInitConfigFile(InitConfigPath(), config_);
     if (!s.ok()) ThrowPsError(s);
   }
