@@ -83,14 +83,18 @@ TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
       << "processes left behind";
 }
 
-TEST(Launch, SurvivesAPserverKilledAndRestarted) {
+TEST(Launch, SurvivesAPserverKilledAndRestartedOverTls) {
   TempDir dir;
   int code = -1;
   std::string out = RunLauncher(
       dir,
-      {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4"},
+      {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4",
+       "--tls"},
       &code);
   ASSERT_EQ(code, 0) << out;
+  // Over mutual TLS: the restarted pserver and the reconnecting trainers
+  // make new TLS sessions.
+  EXPECT_NE(out.find("control plane: TLS"), std::string::npos) << out;
   EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
       << out;
   double acc = AccuracyOfPass1(out);

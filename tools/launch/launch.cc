@@ -11,7 +11,8 @@
 // (--kill-target) N times during the run and restarts it, to show fault
 // tolerance live: a restarted pserver takes its free index back from its
 // checkpoint, a killed master's standby takes over. The job's processes
-// share a random job token ($FABPS_JOB_TOKEN unless already set).
+// share a random job token ($FABPS_JOB_TOKEN unless already set); --tls puts
+// the control plane on mutual TLS with a throw-away CA.
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
@@ -65,6 +66,7 @@ struct Flags {
   std::string bin_dir;
   std::string etcd;
   bool start_etcd = false;
+  bool tls = false;
   int kill_random = 0;
   int kill_every_s = 15;
   std::string kill_target = "any";  // any, trainer, pserver, master
@@ -514,9 +516,11 @@ int Launcher::Finish(bool ok, const std::string& why) {
               secs);
   if (!why.empty()) std::printf("%s\n", why.c_str());
   std::printf(
-      "provider: %s | %d pservers, %d trainers | store: %s\n",
+      "provider: %s | %d pservers, %d trainers | store: %s | control "
+      "plane: %s\n",
       provider_seen_.empty() ? f_.provider.c_str() : provider_seen_.c_str(),
-      f_.pservers, f_.trainers, store_spec_.c_str());
+      f_.pservers, f_.trainers, store_spec_.c_str(),
+      std::getenv("FABPS_TLS_CERT") != nullptr ? "TLS" : "TCP");
   if (!passes_.empty()) {
     std::printf("%-6s %-10s %-14s %s\n", "pass", "loss", "test accuracy",
                 "seconds");
@@ -586,6 +590,39 @@ int Launcher::Run() {
 }
 
 }  // namespace
+
+// --tls: a throw-away CA and one certificate for 127.0.0.1/localhost in
+// <run>/tls, made with the openssl command; every process of the job (they
+// inherit $FABPS_TLS_*) serves and calls with it, mutual TLS included.
+// False (with the reason printed) when openssl fails.
+bool MakeThrowAwayTls(const std::string& run_dir) {
+  const std::string dir = run_dir + "/tls";
+  std::error_code ec;
+  fs::create_directories(dir, ec);
+  std::ofstream(dir + "/ext") << "subjectAltName=IP:127.0.0.1,DNS:localhost\n"
+                              << "basicConstraints=CA:FALSE\n";
+  const std::string ec_key = " -newkey ec -pkeyopt ec_paramgen_curve:P-256 ";
+  const std::string log = " >>" + dir + "/openssl.log 2>&1";
+  for (const std::string& cmd :
+       {"openssl req -x509" + ec_key + "-nodes -days 30 -subj /CN=fabps-ca " +
+            "-keyout " + dir + "/ca.key -out " + dir + "/ca.pem",
+        "openssl req" + ec_key + "-nodes -subj /CN=fabps-job -keyout " + dir +
+            "/job.key -out " + dir + "/job.csr",
+        "openssl x509 -req -days 30 -in " + dir + "/job.csr -CA " + dir +
+            "/ca.pem -CAkey " + dir + "/ca.key -CAcreateserial -extfile " +
+            dir + "/ext -out " + dir + "/job.pem"}) {
+    if (std::system((cmd + log).c_str()) != 0) {
+      std::fprintf(stderr, "fabps-launch: --tls: '%s' failed; see %s\n",
+                   cmd.c_str(), (dir + "/openssl.log").c_str());
+      return false;
+    }
+  }
+  ::setenv("FABPS_TLS_CA", (dir + "/ca.pem").c_str(), 1);
+  ::setenv("FABPS_TLS_CERT", (dir + "/job.pem").c_str(), 1);
+  ::setenv("FABPS_TLS_KEY", (dir + "/job.key").c_str(), 1);
+  return true;
+}
+
 }  // namespace fabps::launch
 
 int main(int argc, char** argv) {
@@ -621,6 +658,10 @@ int main(int argc, char** argv) {
       "--etcd", f.etcd,
       "etcd endpoints (http://host:port,...) instead of the local store");
   app.add_flag("--start-etcd", f.start_etcd, "run a local etcd for this job");
+  app.add_flag("--tls", f.tls,
+               "control plane over mutual TLS with a throw-away CA made in "
+               "<run-dir>/tls (needs openssl; $FABPS_TLS_* set by the caller "
+               "are used as they are)");
   app.add_option("--kill-random", f.kill_random,
                  "kill -9 and restart a random trainer or pserver N times")
       ->check(CLI::Range(0, 1000));
@@ -660,6 +701,10 @@ int main(int argc, char** argv) {
     for (int i = 0; i < 32; i++) token[i] = "0123456789abcdef"[rd() % 16];
     token[32] = '\0';
     ::setenv("FABPS_JOB_TOKEN", token, 1);
+  }
+  if (f.tls && std::getenv("FABPS_TLS_CERT") == nullptr &&
+      !fabps::launch::MakeThrowAwayTls(f.run_dir)) {
+    return 2;
   }
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
   signal(SIGINT, fabps::launch::OnSignal);
