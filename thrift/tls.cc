@@ -289,36 +289,28 @@ TlsSession::Io TlsSession::Verdict() {
 }
 
 TlsSession::Io TlsSession::Read(uint8_t* buf, uint32_t len, uint32_t* n) {
-  *n = 0;
-  Io io = Handshake();
-  if (io != Io::kOk) return io;
-  if (len == 0) return Io::kOk;
-  ERR_clear_error();
-  errno = 0;
-  int rc = SSL_read(ssl_, buf, static_cast<int>(std::min<uint32_t>(
-                                   len, static_cast<uint32_t>(INT32_MAX))));
-  if (rc > 0) {
-    *n = static_cast<uint32_t>(rc);
-    return Io::kOk;
-  }
-  return Classify(rc, "TLS read", false);
+  return Transfer(false, len, n, [&](int l) { return SSL_read(ssl_, buf, l); });
 }
 
 TlsSession::Io TlsSession::Write(const uint8_t* buf, uint32_t len,
                                  uint32_t* n) {
+  return Transfer(true, len, n, [&](int l) { return SSL_write(ssl_, buf, l); });
+}
+
+TlsSession::Io TlsSession::Transfer(bool writing, uint32_t len, uint32_t* n,
+                                    const std::function<int(int)>& op) {
   *n = 0;
   Io io = Handshake();
-  if (io != Io::kOk) return io;
-  if (len == 0) return Io::kOk;
+  if (io != Io::kOk || len == 0) return io;
   ERR_clear_error();
   errno = 0;
-  int rc = SSL_write(ssl_, buf, static_cast<int>(std::min<uint32_t>(
-                                    len, static_cast<uint32_t>(INT32_MAX))));
+  int rc = op(static_cast<int>(
+      std::min<uint32_t>(len, static_cast<uint32_t>(INT32_MAX))));
   if (rc > 0) {
     *n = static_cast<uint32_t>(rc);
     return Io::kOk;
   }
-  return Classify(rc, "TLS write", true);
+  return Classify(rc, writing ? "TLS write" : "TLS read", writing);
 }
 
 size_t TlsSession::Pending() const {

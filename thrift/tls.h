@@ -28,6 +28,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -122,6 +123,9 @@ class TlsSession {
  private:
   explicit TlsSession(SSL* ssl) : ssl_(ssl) {}
   Io Classify(int rc, const char* op, bool writing);
+  // Read or Write: the handshake first, then op(len) as SSL_read/SSL_write.
+  Io Transfer(bool writing, uint32_t len, uint32_t* n,
+              const std::function<int(int)>& op);
 
   SSL* ssl_;
   bool handshake_done_ = false;
