@@ -35,7 +35,7 @@ Status WriteFileAtomically(const std::string& path,
   return Status::OK();
 }
 
-Result<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
+Result<OpenedFile> OpenRegularFile(const std::string& path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0) return PosixError("open " + path, errno);
   struct stat st;
@@ -44,12 +44,22 @@ Result<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
     ::close(fd);
     return PosixError("stat " + path, err);
   }
-  if (static_cast<size_t>(st.st_size) > max_bytes) {
+  if (!S_ISREG(st.st_mode)) {
+    ::close(fd);
+    return Status::InvalidArgument(path + " is not a regular file");
+  }
+  return OpenedFile{fd, static_cast<uint64_t>(st.st_size)};
+}
+
+Result<std::string> ReadWholeFile(const std::string& path, size_t max_bytes) {
+  FABPS_ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path));
+  const int fd = file.fd;
+  if (file.size > max_bytes) {
     ::close(fd);
     return Status::ResourceExhausted(path + ": larger than " +
                                      std::to_string(max_bytes) + " bytes");
   }
-  std::string out(static_cast<size_t>(st.st_size), '\0');
+  std::string out(static_cast<size_t>(file.size), '\0');
   size_t done = 0;
   while (done < out.size()) {
     ssize_t r = ::read(fd, out.data() + done, out.size() - done);

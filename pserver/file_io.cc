@@ -9,6 +9,8 @@
 #include <cstring>
 #include <utility>
 
+#include "base/file_util.h"
+
 namespace fabps::pserver {
 namespace {
 constexpr size_t kBufferBytes = 1 << 20;
@@ -84,15 +86,8 @@ Status AppendFile::Close() {
 }
 
 Result<ReadFile> ReadFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return PosixError("open " + path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return PosixError("stat " + path, err);
-  }
-  return ReadFile(fd, path, static_cast<uint64_t>(st.st_size));
+  FABPS_ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path));
+  return ReadFile(file.fd, path, file.size);
 }
 
 ReadFile::ReadFile(int fd, std::string path, uint64_t size)

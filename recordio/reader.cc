@@ -8,24 +8,13 @@
 #include <cerrno>
 
 #include "base/crc32c.h"
+#include "base/file_util.h"
 
 namespace fabps::recordio {
 
 Result<std::unique_ptr<ChunkFile>> ChunkFile::Open(const std::string& path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return PosixError("open " + path, errno);
-  struct stat st;
-  if (::fstat(fd, &st) != 0) {
-    int err = errno;
-    ::close(fd);
-    return PosixError("stat " + path, err);
-  }
-  if (!S_ISREG(st.st_mode)) {
-    ::close(fd);
-    return Status::InvalidArgument(path + " is not a regular file");
-  }
-  return std::unique_ptr<ChunkFile>(
-      new ChunkFile(path, fd, static_cast<uint64_t>(st.st_size)));
+  FABPS_ASSIGN_OR_RETURN(OpenedFile file, OpenRegularFile(path));
+  return std::unique_ptr<ChunkFile>(new ChunkFile(path, file.fd, file.size));
 }
 
 ChunkFile::ChunkFile(std::string path, int fd, uint64_t size)
