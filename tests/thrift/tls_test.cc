@@ -10,8 +10,6 @@
 
 #include <atomic>
 #include <cstdio>
-#include <cstdlib>
-#include <fstream>
 #include <random>
 #include <string>
 #include <vector>
@@ -19,6 +17,7 @@
 #include "tests/master/master_process.h"
 #include "tests/util/raw_socket.h"
 #include "tests/util/subprocess.h"
+#include "tests/util/test_ca.h"
 #include "thrift/rpc_client.h"
 #include "thrift/rpc_server.h"
 #include "thrift/tls.h"
@@ -28,6 +27,7 @@ namespace fabps::rpc {
 namespace {
 
 using fabps::testing::RawSocket;
+using fabps::testing::TestCa;
 using fabps::testing::ReadFileOrEmpty;
 using fabps::testing::TempDir;
 
@@ -45,58 +45,33 @@ class StubMaster : public master::MasterIf {
   std::atomic<size_t> bytes_{0};
 };
 
-// Runs a shell command; the test fails with its output when it fails.
-bool Run(const std::string& cmd, const std::string& log) {
-  int rc = std::system((cmd + " >>" + log + " 2>&1").c_str());
-  EXPECT_EQ(rc, 0) << cmd << "\n" << ReadFileOrEmpty(log);
-  return rc == 0;
+// `ca`'s certificate `who` for `san` as TlsOptions (the test fails if
+// openssl does).
+TlsOptions Issue(const TestCa& ca, const std::string& who,
+                 const std::string& san) {
+  auto files = ca.Issue(who, san);
+  EXPECT_TRUE(files.ok()) << files.status().ToString();
+  TlsOptions o;
+  if (files.ok()) {
+    o.cert_file = files->cert;
+    o.key_file = files->key;
+  }
+  return o;
 }
-
-// A throw-away CA in `dir` that signs certificates for given names.
-struct TestCa {
-  std::string dir, name, log;
-  std::string pem() const { return dir + "/" + name + ".pem"; }
-  std::string key() const { return dir + "/" + name + ".key"; }
-
-  static TestCa Make(const std::string& dir, const std::string& name) {
-    TestCa ca{dir, name, dir + "/openssl.log"};
-    Run("openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 "
-        "-nodes -days 2 -subj /CN=" +
-            name + " -keyout " + ca.key() + " -out " + ca.pem(),
-        ca.log);
-    return ca;
-  }
-  // A certificate `who` with subjectAltName `san` (e.g.
-  // "IP:127.0.0.1,DNS:localhost").
-  TlsOptions Issue(const std::string& who, const std::string& san) const {
-    TlsOptions o;
-    o.cert_file = dir + "/" + who + ".pem";
-    o.key_file = dir + "/" + who + ".key";
-    std::string ext = dir + "/" + who + ".ext";
-    std::ofstream(ext) << "subjectAltName=" << san
-                       << "\nbasicConstraints=CA:FALSE\n";
-    Run("openssl req -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes "
-        "-subj /CN=" +
-            who + " -keyout " + o.key_file + " -out " + dir + "/" + who +
-            ".csr",
-        log);
-    Run("openssl x509 -req -days 2 -in " + dir + "/" + who + ".csr -CA " +
-            pem() + " -CAkey " + key() + " -CAcreateserial -extfile " + ext +
-            " -out " + o.cert_file,
-        log);
-    return o;
-  }
-};
 
 class TlsTest : public ::testing::Test {
  protected:
   void SetUp() override {
     ASSERT_FALSE(EnvironmentTls().enabled())
         << "the test needs an environment without FABPS_TLS_*";
-    ca_ = TestCa::Make(dir_.path(), "ca");
-    other_ca_ = TestCa::Make(dir_.path(), "other-ca");
-    server_files_ = ca_.Issue("server", "IP:127.0.0.1,DNS:localhost");
-    client_files_ = ca_.Issue("client", "DNS:trainer");
+    auto ca = TestCa::Make(dir_.path(), "ca");
+    auto other = TestCa::Make(dir_.path(), "other-ca");
+    ASSERT_TRUE(ca.ok() && other.ok())
+        << ca.status().ToString() << other.status().ToString();
+    ca_ = *ca;
+    other_ca_ = *other;
+    server_files_ = Issue(ca_, "server", "IP:127.0.0.1,DNS:localhost");
+    client_files_ = Issue(ca_, "client", "DNS:trainer");
   }
 
   void StartServer(const TlsOptions& tls, RpcServerOptions o = {}) {
@@ -181,7 +156,7 @@ TEST_F(TlsTest, ServerOfAnotherCaIsRefused) {
 }
 
 TEST_F(TlsTest, CertificateMustNameTheHostDialled) {
-  StartServer(ca_.Issue("named", "DNS:localhost"));
+  StartServer(Issue(ca_, "named", "DNS:localhost"));
   Status by_ip = Call(CaOnly(ca_), "127.0.0.1");
   EXPECT_EQ(by_ip.code(), Status::Code::kPermissionDenied) << by_ip.ToString();
   std::printf("wrong name: %s\n", by_ip.ToString().c_str());
@@ -196,7 +171,7 @@ TEST_F(TlsTest, MutualTlsRefusesMissingAndForeignClientCertificates) {
   Status none = Call(CaOnly(ca_));
   EXPECT_EQ(none.code(), Status::Code::kPermissionDenied) << none.ToString();
   std::printf("no client certificate: %s\n", none.ToString().c_str());
-  TlsOptions foreign = other_ca_.Issue("stranger", "DNS:trainer");
+  TlsOptions foreign = Issue(other_ca_, "stranger", "DNS:trainer");
   foreign.ca_file = ca_.pem();
   Status stranger = Call(foreign);
   EXPECT_EQ(stranger.code(), Status::Code::kPermissionDenied)
