@@ -180,7 +180,7 @@ class Watch {
 
 struct StoreOptions {
   // "local:/path/to/dir" (created if missing) or
-  // "etcd:http://127.0.0.1:2379[,http://...]".
+  // "etcd:http://127.0.0.1:2379[,http://...]" (https:// for etcd with TLS).
   std::string spec;
   // Job name: [A-Za-z0-9._-]{1,64}; keys live under "/<job>/".
   std::string job;
@@ -200,6 +200,12 @@ struct StoreOptions {
   // shared etcd: give each job a user whose role may only read and write
   // "/<job>/".)
   std::string etcd_credentials;
+  // etcd over https: the CA file of etcd's certificate ("" takes
+  // $FABPS_ETCD_CA, and with none there the system's CAs), and a client
+  // certificate and key for an etcd with --client-cert-auth ("" takes
+  // $FABPS_ETCD_CERT and $FABPS_ETCD_KEY). A refused certificate makes calls
+  // kPermissionDenied.
+  std::string etcd_ca_file, etcd_cert_file, etcd_key_file;
 };
 
 class Store {

@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cstring>
 #include <thread>
 
 namespace fabps::coord::etcd {
@@ -21,11 +22,13 @@ Result<std::vector<std::string>> ParseEndpoints(const std::string& spec) {
         start, comma == std::string::npos ? std::string::npos : comma - start);
     while (!ep.empty() && ep.back() == '/') ep.pop_back();
     if (!ep.empty()) {
-      if (ep.rfind("http://", 0) != 0 || ep.size() <= 7 ||
-          ep.find(':', 7) == std::string::npos) {
-        return Status::InvalidArgument(
-            "etcd endpoint '" + ep +
-            "' is not http://host:port (https is not supported)");
+      const size_t scheme = ep.rfind("http://", 0) == 0    ? 7
+                            : ep.rfind("https://", 0) == 0 ? 8
+                                                           : 0;
+      if (scheme == 0 || ep.size() <= scheme ||
+          ep.find(':', scheme) == std::string::npos) {
+        return Status::InvalidArgument("etcd endpoint '" + ep +
+                                       "' is not http(s)://host:port");
       }
       out.push_back(ep);
     }
@@ -143,6 +146,22 @@ Result<std::string> EtcdHttp::Token(Deadline deadline) {
   return token_;
 }
 
+void EtcdHttp::SetTls(std::string ca_file, std::string cert_file,
+                      std::string key_file) {
+  ca_file_ = std::move(ca_file);
+  cert_file_ = std::move(cert_file);
+  key_file_ = std::move(key_file);
+}
+
+void EtcdHttp::ApplyTls(void* handle) const {
+  CURL* curl = static_cast<CURL*>(handle);
+  if (!ca_file_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
+  if (!cert_file_.empty()) {
+    curl_easy_setopt(curl, CURLOPT_SSLCERT, cert_file_.c_str());
+    curl_easy_setopt(curl, CURLOPT_SSLKEY, key_file_.c_str());
+  }
+}
+
 Result<Json> EtcdHttp::Call(const std::string& path, const Json& body,
                             Deadline deadline, bool idempotent) {
   if (!has_credentials())
@@ -194,7 +213,9 @@ Result<Json> EtcdHttp::CallWithToken(const std::string& path, const Json& body,
       if (remaining <= 0) return last;
       const std::string url = endpoints_[idx] + path;
       Sink sink;
+      char detail[CURL_ERROR_SIZE] = {0};
       curl_easy_reset(curl);
+      curl_easy_setopt(curl, CURLOPT_ERRORBUFFER, detail);
       curl_easy_setopt(curl, CURLOPT_URL, url.c_str());
       curl_easy_setopt(curl, CURLOPT_POST, 1L);
       curl_easy_setopt(curl, CURLOPT_POSTFIELDS, payload.c_str());
@@ -210,6 +231,7 @@ Result<Json> EtcdHttp::CallWithToken(const std::string& path, const Json& body,
                        static_cast<long>(std::max<int64_t>(
                            1, std::min(connect_timeout_ms_, remaining))));
       curl_easy_setopt(curl, CURLOPT_TCP_NODELAY, 1L);
+      ApplyTls(curl);
       CURLcode rc = curl_easy_perform(curl);
       if (rc == CURLE_OK) {
         long http = 0;
@@ -247,10 +269,22 @@ Result<Json> EtcdHttp::CallWithToken(const std::string& path, const Json& body,
             "etcd response from " + url + " over " +
             std::to_string(kMaxResponseBytes) + " bytes");
       }
+      const std::string what = url + ": " + curl_easy_strerror(rc) +
+                               (detail[0] != '\0' ? std::string(" (") +
+                                                         detail + ")"
+                                                   : std::string());
+      // A certificate refused (etcd's, by us: wrong CA or name; ours, by
+      // etcd, told by a TLS alert) or unusable files: no endpoint will do
+      // better.
+      if (rc == CURLE_PEER_FAILED_VERIFICATION ||
+          rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE ||
+          (std::strstr(detail, "SSL") != nullptr &&
+           std::strstr(detail, "alert") != nullptr)) {
+        return Status::PermissionDenied("etcd refused TLS: " + what);
+      }
       long request_bytes = 0;
       curl_easy_getinfo(curl, CURLINFO_REQUEST_SIZE, &request_bytes);
       const bool maybe_sent = request_bytes > 0;
-      const std::string what = url + ": " + curl_easy_strerror(rc);
       if (!maybe_sent) {
         last = Status::Unavailable("cannot reach etcd " + what);
         continue;  // nothing was sent: safe to try the next endpoint

@@ -21,8 +21,8 @@ namespace fabps::coord::etcd {
 // ours are bounded by kMaxValueBytes per key; a whole job range stays small).
 constexpr size_t kMaxResponseBytes = 256u << 20;
 
-// Parses "http://a:1,http://b:2" into a list; kInvalidArgument when empty or
-// an entry is not http://host:port.
+// Parses "http://a:1,https://b:2" into a list; kInvalidArgument when empty
+// or an entry is not http(s)://host:port.
 Result<std::vector<std::string>> ParseEndpoints(const std::string& spec);
 
 // Maps a gRPC status code carried by the gateway's error body to a Status.
@@ -49,6 +49,14 @@ class EtcdHttp {
   // etcd says it is no longer valid. Call before any Call.
   void SetCredentials(std::string user, std::string password);
   bool has_credentials() const { return !user_.empty(); }
+
+  // TLS to https:// endpoints: the CA file that signs etcd's certificate
+  // ("" for the system's CAs), and this client's certificate and key for an
+  // etcd run with --client-cert-auth ("" for none). Call before any Call.
+  void SetTls(std::string ca_file, std::string cert_file,
+              std::string key_file);
+  // Applies the TLS files to a curl handle (a no-op without any).
+  void ApplyTls(void* curl) const;
   // The current token (authenticating first when there is none). Only with
   // credentials. PermissionDenied for a wrong user or password.
   Result<std::string> Token(Deadline deadline);
@@ -73,6 +81,7 @@ class EtcdHttp {
   std::mutex mu_;
   std::vector<void*> pool_;  // idle CURL* handles
   std::string user_, password_;
+  std::string ca_file_, cert_file_, key_file_;
   std::mutex token_mu_;
   std::string token_;  // "" until authenticated
 };

@@ -1,5 +1,7 @@
 #include "coord/etcd/etcd_store.h"
 
+#include <unistd.h>
+
 #include <algorithm>
 #include <cstdlib>
 #include <mutex>
@@ -33,6 +35,9 @@ class EtcdStore : public Store {
     watches_->CancelAll();
   }
 
+  void SetTls(std::string ca, std::string cert, std::string key) {
+    http_->SetTls(std::move(ca), std::move(cert), std::move(key));
+  }
   void SetCredentials(std::string user, std::string password) {
     http_->SetCredentials(std::move(user), std::move(password));
   }
@@ -310,7 +315,31 @@ Result<std::unique_ptr<Store>> OpenEtcdStore(const std::string& endpoints,
     return Status::InvalidArgument(
         "etcd credentials must be 'user:password' (user not empty)");
   }
+  // TLS files: the options', else the environment's; each must be readable
+  // now, so that a typo is one clear error rather than failing calls.
+  auto pick = [](const std::string& given, const char* env) {
+    const char* v = std::getenv(env);
+    return !given.empty() ? given : (v != nullptr ? std::string(v) : "");
+  };
+  std::string ca = pick(options.etcd_ca_file, "FABPS_ETCD_CA");
+  std::string cert = pick(options.etcd_cert_file, "FABPS_ETCD_CERT");
+  std::string key = pick(options.etcd_key_file, "FABPS_ETCD_KEY");
+  if (cert.empty() != key.empty()) {
+    return Status::InvalidArgument(
+        "etcd TLS: a client certificate needs its key and a key its "
+        "certificate ($FABPS_ETCD_CERT, $FABPS_ETCD_KEY)");
+  }
+  for (const std::string& f : {ca, cert, key}) {
+    if (f.empty()) continue;
+    auto opened = OpenRegularFile(f);
+    if (!opened.ok()) {
+      return Status::InvalidArgument("etcd TLS file: " +
+                                     opened.status().message());
+    }
+    ::close(opened->fd);
+  }
   auto store = std::make_unique<EtcdStore>(std::move(eps), options);
+  if (!ca.empty() || !cert.empty()) store->SetTls(ca, cert, key);
   if (!creds.empty()) {
     store->SetCredentials(creds.substr(0, colon), creds.substr(colon + 1));
   }

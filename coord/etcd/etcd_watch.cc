@@ -238,6 +238,7 @@ class EtcdWatch : public Watch {
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPALIVE, 1L);
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPIDLE, 5L);
     curl_easy_setopt(curl, CURLOPT_TCP_KEEPINTVL, 2L);
+    http_->ApplyTls(curl);
     curl_multi_add_handle(multi_, curl);
     Status result;
     int running = 1;

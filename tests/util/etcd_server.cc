@@ -84,16 +84,23 @@ Result<std::string> HttpGetLoopback(int port, const std::string& path,
   return resp;
 }
 
-Result<std::unique_ptr<EtcdServer>> EtcdServer::Start(int timeout_ms) {
+Result<std::unique_ptr<EtcdServer>> EtcdServer::Start(
+    int timeout_ms, const EtcdServerTls& tls) {
   if (BinaryPath().empty()) return Status::NotFound("etcd is not installed");
   Status last;
   for (int attempt = 0; attempt < 3; ++attempt) {
     std::unique_ptr<EtcdServer> server(new EtcdServer());
     server->client_port_ = FreeTcpPort();
     server->peer_port_ = FreeTcpPort();
+    server->tls_ = tls;
+    server->health_port_ =
+        tls.cert.empty() ? server->client_port_ : FreeTcpPort();
     server->log_path_ = server->dir_.File("etcd.log");
     if (server->client_port_ < 0 || server->peer_port_ < 0 ||
-        server->client_port_ == server->peer_port_) {
+        server->health_port_ < 0 ||
+        server->client_port_ == server->peer_port_ ||
+        (!tls.cert.empty() && (server->health_port_ == server->client_port_ ||
+                               server->health_port_ == server->peer_port_))) {
       last = Status::Unavailable("no free ports");
       continue;
     }
@@ -104,7 +111,8 @@ Result<std::unique_ptr<EtcdServer>> EtcdServer::Start(int timeout_ms) {
 }
 
 std::string EtcdServer::client_url() const {
-  return "http://127.0.0.1:" + std::to_string(client_port_);
+  return (tls_.cert.empty() ? "http://127.0.0.1:" : "https://127.0.0.1:") +
+         std::to_string(client_port_);
 }
 
 Status EtcdServer::Launch(int timeout_ms) {
@@ -132,6 +140,16 @@ Status EtcdServer::Launch(int timeout_ms) {
       "--log-level",
       "warn",
   };
+  if (!tls_.cert.empty()) {
+    const std::string metrics =
+        "http://127.0.0.1:" + std::to_string(health_port_);
+    argv.insert(argv.end(), {"--cert-file", tls_.cert, "--key-file", tls_.key,
+                             "--listen-metrics-urls", metrics});
+    if (!tls_.client_ca.empty()) {
+      argv.insert(argv.end(), {"--trusted-ca-file", tls_.client_ca,
+                               "--client-cert-auth"});
+    }
+  }
   FABPS_ASSIGN_OR_RETURN(process_, Subprocess::Start(argv, log_path_));
   Deadline deadline = Deadline::InMs(timeout_ms);
   Status last = Status::Unavailable("etcd not healthy yet");
@@ -141,7 +159,7 @@ Status EtcdServer::Launch(int timeout_ms) {
           "etcd exited during start-up; log: " + log_path_ + "\n" +
           ReadFileOrEmpty(log_path_).substr(0, 2000));
     }
-    auto r = HttpGetLoopback(client_port_, "/health", 500);
+    auto r = HttpGetLoopback(health_port_, "/health", 500);
     if (r.ok() && r->find("\"health\":\"true\"") != std::string::npos)
       return Status::OK();
     if (!r.ok()) last = r.status();

@@ -13,6 +13,12 @@
 
 namespace fabps::testing {
 
+// etcd serving its clients over TLS: its certificate and key, and with
+// `client_ca` it requires client certificates signed by that CA.
+struct EtcdServerTls {
+  std::string cert, key, client_ca;
+};
+
 class EtcdServer {
  public:
   // The path of the etcd binary ($FABPS_ETCD, else `etcd` on PATH), or ""
@@ -21,7 +27,10 @@ class EtcdServer {
 
   // Starts etcd and waits until GET /health answers {"health":"true"}, up to
   // `timeout_ms`. Retries with other ports if the chosen ones were taken.
-  static Result<std::unique_ptr<EtcdServer>> Start(int timeout_ms = 15000);
+  // With tls.cert set, clients speak https (health is then asked on a plain
+  // metrics port).
+  static Result<std::unique_ptr<EtcdServer>> Start(
+      int timeout_ms = 15000, const EtcdServerTls& tls = {});
 
   ~EtcdServer();  // kills etcd if still running; removes the data dir
 
@@ -33,7 +42,7 @@ class EtcdServer {
   Status Restart(int timeout_ms = 15000);
   bool running() { return process_.running(); }
 
-  // "http://127.0.0.1:<client port>".
+  // "http://127.0.0.1:<client port>" ("https://..." with TLS).
   std::string client_url() const;
   int client_port() const { return client_port_; }
   const std::string& log_path() const { return log_path_; }
@@ -45,6 +54,8 @@ class EtcdServer {
   TempDir dir_;
   int client_port_ = -1;
   int peer_port_ = -1;
+  int health_port_ = -1;  // the client port, or the metrics port with TLS
+  EtcdServerTls tls_;
   std::string log_path_;
   Subprocess process_;
 };
