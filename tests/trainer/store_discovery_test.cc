@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <chrono>
+#include <csignal>
 #include <thread>
 #include <vector>
 
@@ -283,6 +284,26 @@ TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
   EXPECT_TRUE(WIFEXITED(*r) && WEXITSTATUS(*r) == 3) << *r;
   EXPECT_LT(secs, 2 + 10.0) << "took longer than the TTL and a margin";
   EXPECT_NE(ReadFileOrEmpty(Log(0)).find("lost the claim"), std::string::npos);
+  ASSERT_TRUE(etcd_->Restart().ok());
+}
+
+// A pserver started while etcd is down keeps trying the store, and SIGTERM
+// still ends it at once (exit 0: it had claimed nothing).
+TEST_F(StoreDiscoveryTest, SigtermEndsAPserverWaitingForTheStore) {
+  ASSERT_TRUE(etcd_->Stop().ok());
+  Subprocess p = StartPserver("j", 1);
+  auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+  while (ReadFileOrEmpty(Log(0)).find("retrying") == std::string::npos &&
+         std::chrono::steady_clock::now() < deadline) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  ASSERT_NE(ReadFileOrEmpty(Log(0)).find("retrying"), std::string::npos)
+      << "the pserver did not try the store";
+  ASSERT_TRUE(p.Signal(SIGTERM).ok());
+  // At most one store call (5 s) runs before the signal is looked at.
+  auto r = p.Wait(15000);
+  ASSERT_TRUE(r.ok()) << "SIGTERM did not end a pserver waiting for etcd";
+  EXPECT_TRUE(WIFEXITED(*r) && WEXITSTATUS(*r) == 0) << *r;
   ASSERT_TRUE(etcd_->Restart().ok());
 }
 
