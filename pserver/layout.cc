@@ -44,6 +44,21 @@ uint64_t Layout::HashName(std::string_view name) {
   return h;
 }
 
+std::optional<uint64_t> Layout::CountBlocks(
+    const std::vector<ParamSpec>& params, uint64_t block_elements) {
+  uint64_t blocks = 0;
+  for (const ParamSpec& spec : params) {
+    uint64_t total = CountElements(spec.shape);
+    if (spec.shape.size() > kMaxRank || total == 0) return std::nullopt;
+    uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
+    uint64_t rows_per_block =
+        std::max<uint64_t>(1, block_elements / (total / rows));
+    blocks += (rows + rows_per_block - 1) / rows_per_block;
+    if (blocks > kMaxBlocks) return kMaxBlocks + 1;
+  }
+  return blocks;
+}
+
 Result<Layout> Layout::Build(std::vector<ParamSpec> params,
                              uint64_t block_elements, uint32_t num_pservers) {
   if (num_pservers < 1 || num_pservers > kMaxPservers) {
@@ -60,7 +75,16 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
     return Status::InvalidArgument("layout: too many parameters (" +
                                    std::to_string(params.size()) + ")");
   }
+  // Counted first, so that a few bytes of layout cannot make millions of
+  // blocks before being refused.
+  std::optional<uint64_t> blocks = CountBlocks(params, block_elements);
+  if (blocks && *blocks > kMaxBlocks) {
+    return Status::InvalidArgument("layout: more than " +
+                                   std::to_string(kMaxBlocks) +
+                                   " blocks in all");
+  }
   Layout l;
+  if (blocks) l.blocks_.reserve(*blocks);
   l.block_elements_ = block_elements;
   l.num_pservers_ = num_pservers;
   std::unordered_set<std::string_view> names;
@@ -197,6 +221,16 @@ Result<Layout> Layout::Decode(const void* data, size_t n) {
   uint64_t num_blocks;
   if (!r.U64(&num_blocks)) return corrupt("truncated block count");
   if (r.left() != 0) return corrupt("trailing bytes");
+  // A stored count that the parameters do not give is refused before any
+  // block is made.
+  if (block_elements >= 1 && block_elements <= kMaxParamElements) {
+    std::optional<uint64_t> expect = CountBlocks(params, block_elements);
+    if (expect && *expect <= kMaxBlocks && *expect != num_blocks) {
+      return corrupt("block count " + std::to_string(num_blocks) +
+                     " does not match the parameters (" +
+                     std::to_string(*expect) + ")");
+    }
+  }
   Result<Layout> l = Build(std::move(params), block_elements, num_pservers);
   if (!l.ok()) return corrupt(l.status().message());
   if (l->num_blocks() != num_blocks) {

@@ -27,6 +27,7 @@
 #define FABPS_PSERVER_LAYOUT_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -105,6 +106,11 @@ class Layout {
   static std::string DescribeDifference(const Layout& a, const Layout& b);
 
  private:
+  // The blocks `params` cut into (saturating just above kMaxBlocks), before
+  // any is made; nullopt when a shape is empty or too large (Build says
+  // which). block_elements must be at least 1.
+  static std::optional<uint64_t> CountBlocks(
+      const std::vector<ParamSpec>& params, uint64_t block_elements);
   Layout() = default;
 
   std::vector<ParamSpec> params_;
