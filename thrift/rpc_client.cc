@@ -162,7 +162,13 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     socket->setNoDelay(true);
     FramedChannel ch;
     ch.transport = std::make_shared<TFramedTransport>(socket, config);
-    ch.protocol = std::make_shared<TBinaryProtocol>(ch.transport);
+    // A reply's length fields cannot ask for more than a frame (strings)
+    // or 2^20 elements (containers), as on the server side.
+    const int32_t frame_limit =
+        static_cast<int32_t>(std::min<size_t>(options.max_frame_bytes, INT32_MAX));
+    ch.protocol = std::make_shared<TBinaryProtocol>(
+        ch.transport, frame_limit, std::min<int32_t>(frame_limit, 1 << 20),
+        /*strict_read=*/true, /*strict_write=*/true);
     ch.transport->open();
     const std::string& token =
         options.token.empty() ? EnvironmentJobToken() : options.token;
