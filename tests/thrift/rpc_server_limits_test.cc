@@ -3,11 +3,17 @@
 // timeouts, the pending-bytes budget, running out of file descriptors, and
 // the counters. The same defenses against real daemons with their defaults:
 // bad_peer_process_test.cc.
+#include <arpa/inet.h>
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
 #include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
+#include <cerrno>
 #include <chrono>
+#include <cstring>
 #include <thread>
 #include <vector>
 
@@ -203,27 +209,53 @@ TEST_F(RpcServerLimitsTest, BadRequestsAreCounted) {
 // (Thrift's own accept path threw out of the event loop and stopped it).
 TEST_F(RpcServerLimitsTest, RunningOutOfFileDescriptorsDoesNotStopServing) {
   StartServer({});
+  // Client and server share this process's descriptor table: the client's
+  // sockets are made before the limit drops, so only the server's accepts
+  // can run out (connecting needs no new descriptor).
+  constexpr int kClients = 64;
+  std::vector<int> fds;
+  for (int i = 0; i < kClients; i++) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    ASSERT_GE(fd, 0) << std::strerror(errno);
+    timeval tv{0, 500000};
+    ::setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &tv, sizeof(tv));
+    fds.push_back(fd);
+  }
+  // The limit drops to just above the highest open descriptor, the holes
+  // below it are filled with ballast, and four are given back: the server
+  // has four descriptors for all 64 connections.
   rlimit saved{};
   ASSERT_EQ(::getrlimit(RLIMIT_NOFILE, &saved), 0);
-  int used = 0;
-  for (int fd = 0; fd < 4096; fd++) used = fcntl(fd, F_GETFD) != -1 ? fd : used;
+  int highest = 0;
+  for (int fd = 0; fd < 65536 && fd < static_cast<int>(saved.rlim_cur); fd++)
+    highest = fcntl(fd, F_GETFD) != -1 ? fd : highest;
   rlimit low = saved;
-  low.rlim_cur = static_cast<rlim_t>(used + 40);
+  low.rlim_cur = static_cast<rlim_t>(highest + 1);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
-  std::vector<RawSocket> socks;
-  for (int i = 0; i < 200; i++) {
-    auto s = RawSocket::Connect("127.0.0.1", server_->port(), 500);
-    if (!s.ok()) break;
-    socks.push_back(std::move(s).value());
+  std::vector<int> ballast;
+  for (int fd; (fd = ::open("/dev/null", O_RDONLY | O_CLOEXEC)) >= 0;)
+    ballast.push_back(fd);
+  low.rlim_cur += 4;
+  ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &low), 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_port = htons(static_cast<uint16_t>(server_->port()));
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  int connected = 0;
+  for (int fd : fds) {
+    if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
+      connected++;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
-  socks.clear();
+  for (int fd : fds) ::close(fd);
+  for (int fd : ballast) ::close(fd);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   RpcServerStats st = server_->stats();
-  std::printf("connections accepted %llu, refused %llu\n",
-              static_cast<unsigned long long>(st.accepted),
+  std::printf("clients connected %d, server accepted %llu, refused %llu\n",
+              connected, static_cast<unsigned long long>(st.accepted),
               static_cast<unsigned long long>(st.refused));
+  EXPECT_GT(connected, 4);
   EXPECT_GE(st.refused, 1u) << "the limit was never hit";
   Status s = GoodCall();
   EXPECT_TRUE(s.ok()) << s.ToString();
