@@ -86,11 +86,10 @@ TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
 TEST(Launch, SurvivesAPserverKilledAndRestartedOverTls) {
   TempDir dir;
   int code = -1;
-  std::string out = RunLauncher(
-      dir,
-      {"--kill-random", "1", "--kill-target", "pserver", "--kill-every", "4",
-       "--tls"},
-      &code);
+  std::string out = RunLauncher(dir,
+                                {"--kill-random", "1", "--kill-target",
+                                 "pserver", "--kill-every", "1", "--tls"},
+                                &code);
   ASSERT_EQ(code, 0) << out;
   // Over mutual TLS: the restarted pserver and the reconnecting trainers
   // make new TLS sessions.
@@ -111,7 +110,7 @@ TEST(Launch, OnEtcdSurvivesTheLeadingMasterKilled) {
   std::string out =
       RunLauncher(dir,
                   {"--start-etcd", "--kill-random", "1", "--kill-target",
-                   "master", "--kill-every", "4"},
+                   "master", "--kill-every", "1"},
                   &code);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("fault injected: killed master"), std::string::npos)

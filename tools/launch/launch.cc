@@ -8,7 +8,8 @@
 // end. Every process logs to its own file in the run directory; when one
 // fails, the tail of its log is printed. Ctrl-C stops everything in order.
 // --kill-random N kills a random trainer, pserver or the leading master
-// (--kill-target) N times during the run and restarts it, to show fault
+// (--kill-target) N times during the run, the first --kill-every seconds
+// after training starts, and restarts it, to show fault
 // tolerance live: a restarted pserver takes its free index back from its
 // checkpoint, a killed master's standby takes over. The job's processes
 // share a random job token ($FABPS_JOB_TOKEN unless already set); --tls puts
@@ -68,7 +69,7 @@ struct Flags {
   bool start_etcd = false;
   bool tls = false;
   int kill_random = 0;
-  int kill_every_s = 15;
+  double kill_every_s = 15;
   std::string kill_target = "any";  // any, trainer, pserver, master
   int save_period = 10;
   std::string job = "fashion-mnist";
@@ -172,6 +173,10 @@ class Launcher {
   int64_t updates_ = 0, last_updates_ = 0;
   double updates_per_sec_ = 0;
   std::chrono::steady_clock::time_point start_, last_rate_, next_kill_;
+  std::chrono::steady_clock::duration KillInterval() const {
+    return std::chrono::duration_cast<std::chrono::steady_clock::duration>(
+        std::chrono::duration<double>(f_.kill_every_s));
+  }
   int kills_done_ = 0;
   std::vector<std::string> kill_log_;
   std::mt19937 rng_{12345};
@@ -468,11 +473,11 @@ void Launcher::MaybeKill() {
   int64_t samples = 0;
   for (const auto& v : views_) samples += v.samples;
   if (samples == 0) {
-    next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
+    next_kill_ = now + KillInterval();
     return;
   }
   if (now < next_kill_) return;
-  next_kill_ = now + std::chrono::seconds(f_.kill_every_s);
+  next_kill_ = now + KillInterval();
   std::vector<std::string> victims;
   if (f_.kill_target == "any" || f_.kill_target == "trainer") {
     for (int t = 0; t < f_.trainers; t++)
@@ -531,6 +536,9 @@ int Launcher::Finish(bool ok, const std::string& why) {
   }
   for (const auto& k : kill_log_)
     std::printf("fault injected: %s\n", k.c_str());
+  if (kills_done_ < f_.kill_random)
+    std::printf("fault injection: %d of %d kills done before the job ended\n",
+                kills_done_, f_.kill_random);
   std::printf("run directory: %s (logs: *.log, metrics: trainer-*.metrics)\n",
               f_.run_dir.c_str());
   std::printf("checkpoints:   %s/checkpoints\n", f_.run_dir.c_str());
@@ -540,7 +548,7 @@ int Launcher::Finish(bool ok, const std::string& why) {
 
 int Launcher::Run() {
   start_ = last_rate_ = last_line_ = std::chrono::steady_clock::now();
-  next_kill_ = start_ + std::chrono::seconds(f_.kill_every_s);
+  next_kill_ = start_ + KillInterval();
   fs::create_directories(f_.run_dir);
   std::printf(
       "fabps-launch: %d pservers, %d trainers, provider %s, %d passes; run dir "
@@ -666,7 +674,7 @@ int main(int argc, char** argv) {
                  "kill -9 and restart a random trainer or pserver N times")
       ->check(CLI::Range(0, 1000));
   app.add_option("--kill-every", f.kill_every_s, "seconds between kills")
-      ->check(CLI::Range(1, 3600));
+      ->check(CLI::Range(0.1, 3600.0));
   app.add_option("--kill-target", f.kill_target, "what --kill-random may kill")
       ->check(CLI::IsMember({"any", "trainer", "pserver", "master"}));
   app.add_option("--task-timeout", f.task_timeout_ms,
