@@ -8,10 +8,10 @@
 // end. Every process logs to its own file in the run directory; when one
 // fails, the tail of its log is printed. Ctrl-C stops everything in order.
 // --kill-random N kills a random trainer, pserver or the leading master
-// (--kill-target) N times during the run, the first --kill-every seconds
-// after training starts, and restarts it, to show fault
-// tolerance live: a restarted pserver takes its free index back from its
-// checkpoint, a killed master's standby takes over. The job's processes
+// (--kill-target) N times during the run, every --kill-every seconds from
+// the moment training starts, and restarts it, to show fault tolerance live:
+// a restarted pserver takes its free index back from its checkpoint, a
+// killed master's standby takes over. The job's processes
 // share a random job token ($FABPS_JOB_TOKEN unless already set); --tls puts
 // the control plane on mutual TLS with a throw-away CA.
 #include <arpa/inet.h>
@@ -670,8 +670,9 @@ int main(int argc, char** argv) {
                "control plane over mutual TLS with a throw-away CA made in "
                "<run-dir>/tls (needs openssl; $FABPS_TLS_* set by the caller "
                "are used as they are)");
-  app.add_option("--kill-random", f.kill_random,
-                 "kill -9 and restart a random trainer or pserver N times")
+  app.add_option(
+         "--kill-random", f.kill_random,
+         "kill -9 and restart a random process of --kill-target N times")
       ->check(CLI::Range(0, 1000));
   app.add_option("--kill-every", f.kill_every_s, "seconds between kills")
       ->check(CLI::Range(0.1, 3600.0));
