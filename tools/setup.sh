@@ -4,7 +4,7 @@
 set -euo pipefail
 
 PACKAGES=(
-  build-essential cmake ninja-build pkg-config clang libclang-rt-14-dev clang-format
+  build-essential cmake ninja-build ccache pkg-config clang libclang-rt-14-dev clang-format
   libfabric-dev libfabric-bin libibverbs-dev librdmacm-dev ibverbs-utils rdma-core
   libthrift-dev thrift-compiler libboost-dev libevent-dev libssl-dev
   libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
