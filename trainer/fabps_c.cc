@@ -51,36 +51,36 @@ static fabps_master_client* NewClient(
 }
 
 fabps_master_client* fabps_new_master_client(const char* master_address,
-                                             const char* trainer_id,
+                                             int64_t trainer_id,
                                              int rpc_timeout_ms) {
-  if (master_address == nullptr || rpc_timeout_ms <= 0) {
+  if (master_address == nullptr || rpc_timeout_ms <= 0 || trainer_id < 0) {
     g_last_error =
-        "fabps_new_master_client: master_address must be set and "
-        "rpc_timeout_ms > 0";
+        "fabps_new_master_client: master_address must be set, "
+        "trainer_id >= 0 and rpc_timeout_ms > 0";
     return nullptr;
   }
   fabps::trainer::MasterClientOptions o;
   o.master_address = master_address;
-  o.trainer_id = trainer_id ? trainer_id : "";
+  o.trainer_id = trainer_id;
   o.rpc_timeout_ms = rpc_timeout_ms;
   return NewClient(o);
 }
 
 fabps_master_client* fabps_new_master_client_from_store(const char* store_spec,
                                                         const char* job,
-                                                        const char* trainer_id,
+                                                        int64_t trainer_id,
                                                         int rpc_timeout_ms) {
-  if (store_spec == nullptr || job == nullptr || rpc_timeout_ms <= 0) {
+  if (store_spec == nullptr || job == nullptr || rpc_timeout_ms <= 0 ||
+      trainer_id < 0) {
     g_last_error =
-        "fabps_new_master_client_from_store: store_spec and job must be set "
-        "and "
-        "rpc_timeout_ms > 0";
+        "fabps_new_master_client_from_store: store_spec and job must be set, "
+        "trainer_id >= 0 and rpc_timeout_ms > 0";
     return nullptr;
   }
   fabps::trainer::MasterClientOptions o;
   o.store_spec = store_spec;
   o.job = job;
-  o.trainer_id = trainer_id ? trainer_id : "";
+  o.trainer_id = trainer_id;
   o.rpc_timeout_ms = rpc_timeout_ms;
   return NewClient(o);
 }

@@ -2,8 +2,14 @@
  *
  * Conventions for every section:
  *   - Handles are opaque pointers created by fabps_new_* and released by the
- *     matching fabps_release_*; a handle is used by one thread at a time
- *     (a pserver client may be shared: see its section).
+ *     matching fabps_release_*.
+ *   - Thread safety (the same rule as the C++ classes): a pserver client may
+ *     be used from several threads, its calls are serialized by a lock
+ *     inside it (see its section); a master client is driven by one thread
+ *     at a time (as trainer::MasterClient). Different handles are
+ *     independent.
+ *   - A trainer has one id for the master and the pservers: an int64_t > 0
+ *     unique in the job (0: pick a random one).
  *   - Functions returning int return FABPS_OK (0) or a negative FABPS_ERR_*;
  *     the text of the last error of a handle is fabps_*_last_error(handle),
  *     valid until the next call on that handle. Constructors that return NULL
@@ -38,23 +44,28 @@ const char* fabps_last_error(void);
  * when its last record has been returned and failed when its chunks cannot
  * be read. Typical use:
  *
- *   fabps_master_client* c = fabps_new_master_client("127.0.0.1:7164", "t0",
- * 10000); const char* globs[] = {"/data/train-*"}; fabps_set_dataset(c, globs,
- * 1); for (int64_t pass = 0; pass < 10; ++pass) { fabps_start_get_records(c,
- * pass); const unsigned char* rec; int64_t n; while ((n = fabps_next_record(c,
- * &rec)) >= 0) train(rec, n); if (n != FABPS_PASS_END)
- * fail(fabps_master_client_last_error(c));
+ *   fabps_master_client* c =
+ *       fabps_new_master_client("127.0.0.1:7164", trainer_id, 10000);
+ *   const char* globs[] = {"/data/train-*"};
+ *   fabps_set_dataset(c, globs, 1);
+ *   for (int64_t pass = 0; pass < 10; ++pass) {
+ *     fabps_start_get_records(c, pass);
+ *     const unsigned char* rec;
+ *     int64_t n;
+ *     while ((n = fabps_next_record(c, &rec)) >= 0) train(rec, n);
+ *     if (n != FABPS_PASS_END) fail(fabps_master_client_last_error(c));
  *   }
  *   fabps_release_master_client(c);
  */
 typedef struct fabps_master_client fabps_master_client;
 
-/* Connects lazily to the master at "host:port". trainer_id names this
- * trainer in the master's status and for save-model grants (may be ""; then
- * save-model requests fail). rpc_timeout_ms bounds connect/send/receive of
- * each RPC (> 0). NULL on bad arguments. */
+/* Connects lazily to the master at "host:port". trainer_id (>= 0; 0: a
+ * random one) names this trainer in the master's status and for save-model
+ * grants; give the same id to fabps_pserver_options_set_trainer_id.
+ * rpc_timeout_ms bounds connect/send/receive of each RPC (> 0). NULL on bad
+ * arguments. */
 fabps_master_client* fabps_new_master_client(const char* master_address,
-                                             const char* trainer_id,
+                                             int64_t trainer_id,
                                              int rpc_timeout_ms);
 
 /* Same, finding the master through the coordination store ("local:/dir" or
@@ -62,7 +73,7 @@ fabps_master_client* fabps_new_master_client(const char* master_address,
  * master moves. */
 fabps_master_client* fabps_new_master_client_from_store(const char* store_spec,
                                                         const char* job,
-                                                        const char* trainer_id,
+                                                        int64_t trainer_id,
                                                         int rpc_timeout_ms);
 
 /* Sets the job's dataset: `n` glob patterns of recordio files. The first call
@@ -114,9 +125,11 @@ void fabps_release_master_client(fabps_master_client* c);
  *     void* grads[1] = {g};
  *     compute(w, g);
  *     fabps_push* push;
- *     fabps_send_grads(c, names, grads, bytes, 1, &push);  // asynchronous
+ *     fabps_send_grads(c, names, grads, bytes, 1, 60000, &push);  // async
  *     fabps_wait(c, push, 60000);                   // applied everywhere
- *     fabps_get_params(c, names, bufs, bytes, 1, 60000);
+ *     fabps_pull* pull;
+ *     fabps_get_params_async(c, names, bufs, bytes, 1, 60000, &pull);
+ *     fabps_wait(c, pull, 60000);                   // bufs hold the values
  *   }
  *   fabps_release_pserver_client(c);
  *
@@ -145,16 +158,24 @@ void fabps_release_master_client(fabps_master_client* c);
  * reuse the addresses for other memory), call fabps_forget_buffer on it, or
  * release the client first.
  *
- * Thread safety: calls on one client are serialized by a lock inside it, so
- * a client may be used from several threads, but its calls do not overlap (a
- * fabps_wait blocks the client's other calls until it returns); for
- * parallelism use one client per thread. With several threads on one client,
- * read errors with fabps_last_error() (per thread) rather than
- * fabps_pserver_client_last_error. Different clients are independent.
+ * Deadlines: every call that may wait takes a timeout_ms in [0, 86400000]
+ * (fabps_begin_init_params waits up to the options' init_wait_ms).
+ *
+ * Thread safety (the same rule as trainer::PServerClient): calls on one
+ * client are serialized by a lock inside it, so a client may be used from
+ * several threads, but its calls do not overlap (a fabps_wait blocks the
+ * client's other calls until it returns); for parallelism use one client per
+ * thread. With several threads on one client, read errors with
+ * fabps_last_error() (per thread) rather than fabps_pserver_client_last_error.
+ * Different clients are independent.
  */
 typedef struct fabps_pserver_client fabps_pserver_client;
 typedef struct fabps_pserver_options fabps_pserver_options;
-typedef struct fabps_push fabps_push;
+/* A transfer in flight: a push (fabps_send_grads) or a pull
+ * (fabps_get_params_async), ended by fabps_wait. */
+typedef struct fabps_transfer fabps_transfer;
+typedef fabps_transfer fabps_push;
+typedef fabps_transfer fabps_pull;
 
 /* The codes below are returned by the pserver section only; the master
  * section returns FABPS_ERR and FABPS_ERR_ARGUMENT. */
@@ -251,7 +272,8 @@ int fabps_pserver_options_set_rule(fabps_pserver_options* o,
 int fabps_pserver_options_set_param_rule(fabps_pserver_options* o,
                                          const char* name,
                                          const fabps_update_rule* rule);
-/* This trainer's id, > 0, unique in the job (default: random). */
+/* This trainer's id, > 0, unique in the job (default: random); the same
+ * number as the master client's trainer_id. */
 int fabps_pserver_options_set_trainer_id(fabps_pserver_options* o,
                                          int64_t trainer_id);
 /* Finds the pservers through the coordination store `store_spec`
@@ -261,12 +283,10 @@ int fabps_pserver_options_set_trainer_id(fabps_pserver_options* o,
  * elects the initializer (init/lock, init/done): `selected` is ignored. */
 int fabps_pserver_options_set_store(fabps_pserver_options* o,
                                     const char* store_spec, const char* job);
-/* rpc_timeout_ms (default 10000) bounds each control RPC and how long
- * fabps_send_grads blocks waiting for a free landing slot on a pserver or
- * for a reconnection.
+/* rpc_timeout_ms (default 10000) bounds each control RPC.
  * init_wait_ms (default 120000) bounds how long fabps_begin_init_params
- * waits for another trainer's init grant and fabps_send_grads waits for the
- * parameters to be initialized. Both in (0, 86400000]. */
+ * waits for another trainer's init grant. Both in (0, 86400000]. The data
+ * calls take their own timeout_ms. */
 int fabps_pserver_options_set_timeouts(fabps_pserver_options* o,
                                        int rpc_timeout_ms, int init_wait_ms);
 
@@ -284,14 +304,16 @@ fabps_pserver_client* fabps_new_pserver_client(const char* addrs, int selected);
 fabps_pserver_client* fabps_new_pserver_client_ex(
     const char* addrs, int selected, const fabps_pserver_options* o);
 
-/* Decides who initializes the parameters. Returns 1 when this trainer must
- * initialize them (it was selected and holds every pserver's init grant;
- * then call fabps_init_param for each parameter and
- * fabps_finish_init_params), 0 when it must not (not selected, or the
- * parameters are or were initialized by someone else, or restored from a
- * checkpoint: just use the data calls, they wait for initialization), a
- * negative code on error. A selected trainer waits up to init_wait_ms while
- * another trainer holds a grant. */
+/* Decides who initializes the parameters (one protocol, see
+ * trainer/init_election.h: with a store the store's election decides and
+ * `selected` is ignored; without, pserver 0's init grant decides among the
+ * selected trainers, and a dead initializer's grant lapses). Returns 1 when
+ * this trainer must initialize them (then call fabps_init_param for each
+ * parameter and fabps_finish_init_params), 0 when it must not (not
+ * selected, or the parameters are or were initialized by someone else, or
+ * restored from a checkpoint: just use the data calls, they wait for
+ * initialization), a negative code on error. Waits up to init_wait_ms while
+ * another trainer holds the election. */
 int fabps_begin_init_params(fabps_pserver_client* c);
 
 /* Records parameter `name` (1..1024 bytes, unique) of element type `type`
@@ -314,11 +336,11 @@ int fabps_finish_init_params(fabps_pserver_client* c);
 
 /* Pushes the gradients of `n` (>= 0) parameters: names[i] with grads[i] of
  * bytes[i] bytes (exactly the parameter's size, same element type). Waits
- * for the parameters to be initialized (up to init_wait_ms) and checks every
- * name and size before anything is sent, so a bad argument sends nothing.
- * Then starts the transfers and returns at once with *out set to a push
- * handle. Blocks up to rpc_timeout_ms while every landing slot of a pserver
- * is taken, or while reconnecting after a failure (see above). The names, grads
+ * for the parameters to be initialized and checks every name and size
+ * before anything is sent, so a bad argument sends nothing. Then starts the
+ * transfers and returns with *out set to a push handle. All waiting (for
+ * initialization, a reconnection after a failure, a free landing slot on a
+ * pserver) ends within timeout_ms (in [0, 86400000]) in total. The names, grads
  * and bytes arrays may be freed when the call returns, but the gradient memory
  * itself must stay valid and unchanged until fabps_wait on the handle returns.
  * On error *out is NULL and there is no handle; after a transfer error (dead
@@ -327,17 +349,18 @@ int fabps_finish_init_params(fabps_pserver_client* c);
  * NULL. */
 int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
                      void* const* grads, const size_t* bytes, int n,
-                     fabps_push** out);
+                     int64_t timeout_ms, fabps_push** out);
 
-/* Waits up to timeout_ms (in [0, 86400000]) until every block of `push` is
- * applied by its pserver (then later fabps_get_params see it), and releases the
- * handle in every case: `push` must not be used again. FABPS_OK, or the first
- * error of the push (FABPS_ERR_TIMEOUT when blocks are still unacknowledged).
- * After an error the gradient memory may still be read by the fabric: do not
- * free or change it before fabps_release_pserver_client returns. `push` must
- * come from fabps_send_grads on `c` and not be released yet (otherwise
- * FABPS_ERR_ARGUMENT, as far as that can be detected). */
-int fabps_wait(fabps_pserver_client* c, fabps_push* push, int64_t timeout_ms);
+/* Waits up to timeout_ms (in [0, 86400000]) until every block of transfer
+ * `t` is done: for a push, applied by its pserver (then later pulls see
+ * it); for a pull, read into the buffers. Releases the handle in every case:
+ * `t` must not be used again. FABPS_OK, or the first error of the transfer
+ * (FABPS_ERR_TIMEOUT when blocks are still outstanding). After an error the
+ * transfer's memory may still be accessed by the fabric: do not free or
+ * change it before fabps_release_pserver_client returns. `t` must come from
+ * fabps_send_grads or fabps_get_params_async on `c` and not be released yet
+ * (otherwise FABPS_ERR_ARGUMENT, as far as that can be detected). */
+int fabps_wait(fabps_pserver_client* c, fabps_transfer* t, int64_t timeout_ms);
 
 /* Reads the current values of `n` (>= 0) parameters into bufs[i] of
  * bytes[i] bytes each (exactly the parameter's size). Waits up to
@@ -349,11 +372,22 @@ int fabps_get_params(fabps_pserver_client* c, const char* const* names,
                      void* const* bufs, const size_t* bytes, int n,
                      int64_t timeout_ms);
 
+/* The asynchronous fabps_get_params: checks and waits like
+ * fabps_send_grads (within timeout_ms), starts the reads and returns with
+ * *out set to a pull handle; the buffers are filled when fabps_wait on it
+ * returns FABPS_OK and must stay valid until then. On error *out is NULL.
+ * `out` must not be NULL. */
+int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
+                           void* const* bufs, const size_t* bytes, int n,
+                           int64_t timeout_ms, fabps_pull** out);
+
 /* Every pserver writes a checkpoint of its shard into directory `dir` (a
  * path on the pservers' machines; created if missing, non-empty). Needs the
  * parameters to be initialized. Use it when the master granted the save
- * (fabps_request_save_model). */
-int fabps_save_model(fabps_pserver_client* c, const char* dir);
+ * (fabps_request_save_model). FABPS_ERR_TIMEOUT when not every pserver has
+ * saved within timeout_ms (in [1, 86400000]). */
+int fabps_save_model(fabps_pserver_client* c, const char* dir,
+                     int64_t timeout_ms);
 
 /* Drops the client's cached registration of [data, data + bytes): call it
  * before freeing memory that was passed to fabps_send_grads or
@@ -365,8 +399,8 @@ int fabps_forget_buffer(fabps_pserver_client* c, const void* data,
  * until the next call on `c`. */
 const char* fabps_pserver_client_last_error(const fabps_pserver_client* c);
 
-/* Closes the connections and frees `c` and every push handle of it not yet
- * waited for (NULL is fine). In-flight transfers are abandoned: their
+/* Closes the connections and frees `c` and every transfer handle of it not
+ * yet waited for (NULL is fine). In-flight transfers are abandoned: their
  * memory may be freed once this returns. */
 void fabps_release_pserver_client(fabps_pserver_client* c);
 

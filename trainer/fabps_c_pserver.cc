@@ -30,9 +30,9 @@ namespace {
 
 using fabps::Deadline;
 using fabps::Status;
-using fabps::pserver::DType;
-using fabps::pserver::Layout;
-using fabps::pserver::UpdateRuleConfig;
+using fabps::trainer::DType;
+using fabps::trainer::Layout;
+using fabps::trainer::UpdateRuleConfig;
 using fabps::trainer::capi::ThreadLastError;
 
 constexpr int64_t kMaxTimeoutMs = 24 * 3600 * 1000;
@@ -126,8 +126,8 @@ struct fabps_pserver_options {
   fabps::trainer::PServerClientOptions o;
 };
 
-struct fabps_push {
-  std::shared_ptr<fabps::trainer::PushHandle> handle;
+struct fabps_transfer {
+  std::shared_ptr<fabps::trainer::TransferHandle> handle;
 };
 
 struct fabps_pserver_client {
@@ -139,7 +139,7 @@ struct fabps_pserver_client {
   bool selected = false;
   InitState init_state = InitState::kIdle;
   int init_params = 0;  // fabps_init_param calls since the grant
-  std::unordered_set<fabps_push*> pushes;  // not yet waited for
+  std::unordered_set<fabps_transfer*> transfers;  // not yet waited for
   std::string last_error;
 
   int Fail(int code, const std::string& msg) {
@@ -503,43 +503,78 @@ int fabps_finish_init_params(fabps_pserver_client* c) {
   });
 }
 
-int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
-                     void* const* grads, const size_t* bytes, int n,
-                     fabps_push** out) {
+}  // extern "C"
+
+namespace {
+
+// fabps_send_grads and fabps_get_params_async: checks, starts the transfer
+// with `start` (SendGrads or GetParamsAsync) and hands out its handle.
+template <class Start>
+int StartTransfer(fabps_pserver_client* c, const char* what,
+                  const char* const* names, void* const* bufs,
+                  const size_t* bytes, int n, int64_t timeout_ms,
+                  fabps_transfer** out, Start&& start) {
   if (out != nullptr) *out = nullptr;
-  return Guarded(c, "fabps_send_grads", [&] {
+  return Guarded(c, what, [&] {
     if (out == nullptr) {
-      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_send_grads: NULL out");
+      return c->Fail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL out");
     }
-    std::vector<fabps::trainer::ParamBuffer> bufs;
-    int rc = c->CheckBuffers("fabps_send_grads", names, grads, bytes, n,
-                             Deadline::InMs(c->options.init_wait_ms), &bufs);
+    if (!ValidTimeout(timeout_ms)) {
+      return c->Fail(
+          FABPS_ERR_ARGUMENT,
+          std::string(what) + ": timeout_ms must be in [0, 86400000]");
+    }
+    Deadline deadline = Deadline::InMs(timeout_ms);
+    std::vector<fabps::trainer::ParamBuffer> v;
+    int rc = c->CheckBuffers(what, names, bufs, bytes, n, deadline, &v);
     if (rc != FABPS_OK) return rc;
-    auto push = std::make_unique<fabps_push>();
-    c->pushes.reserve(c->pushes.size() + 1);  // no throw after SendGrads
-    auto h =
-        c->client->SendGrads(bufs, Deadline::InMs(c->options.rpc_timeout_ms));
-    if (!h.ok()) return c->Fail(h.status().WithContext("fabps_send_grads"));
-    push->handle = std::move(h).value();
-    c->pushes.insert(push.get());
-    *out = push.release();
+    auto t = std::make_unique<fabps_transfer>();
+    c->transfers.reserve(c->transfers.size() + 1);  // no throw after start
+    auto h = start(v, deadline);
+    if (!h.ok()) return c->Fail(h.status().WithContext(what));
+    t->handle = std::move(h).value();
+    c->transfers.insert(t.get());
+    *out = t.release();
     return c->Ok();
   });
 }
 
-int fabps_wait(fabps_pserver_client* c, fabps_push* push, int64_t timeout_ms) {
+}  // namespace
+
+extern "C" {
+
+int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
+                     void* const* grads, const size_t* bytes, int n,
+                     int64_t timeout_ms, fabps_push** out) {
+  return StartTransfer(c, "fabps_send_grads", names, grads, bytes, n,
+                       timeout_ms, out,
+                       [&](const std::vector<fabps::trainer::ParamBuffer>& v,
+                           Deadline d) { return c->client->SendGrads(v, d); });
+}
+
+int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
+                           void* const* bufs, const size_t* bytes, int n,
+                           int64_t timeout_ms, fabps_pull** out) {
+  return StartTransfer(
+      c, "fabps_get_params_async", names, bufs, bytes, n, timeout_ms, out,
+      [&](const std::vector<fabps::trainer::ParamBuffer>& v, Deadline d) {
+        return c->client->GetParamsAsync(v, d);
+      });
+}
+
+int fabps_wait(fabps_pserver_client* c, fabps_transfer* t, int64_t timeout_ms) {
   return Guarded(c, "fabps_wait", [&] {
-    if (push == nullptr || c->pushes.count(push) == 0) {
+    if (t == nullptr || c->transfers.count(t) == 0) {
       return c->Fail(FABPS_ERR_ARGUMENT,
-                     "fabps_wait: NULL push, or not a pending push of this "
-                     "client");
+                     "fabps_wait: NULL handle, or not a pending transfer of "
+                     "this client");
     }
-    std::unique_ptr<fabps_push> owned(push);
-    c->pushes.erase(push);
+    std::unique_ptr<fabps_transfer> owned(t);
+    c->transfers.erase(t);
     if (!ValidTimeout(timeout_ms)) {
       return c->Fail(FABPS_ERR_ARGUMENT,
                      "fabps_wait: timeout_ms must be in [0, 86400000] (the "
-                     "push is released)");
+                     "handle is released)");
     }
     Status s = c->client->Wait(owned->handle, Deadline::InMs(timeout_ms));
     if (!s.ok()) return c->Fail(s.WithContext("fabps_wait"));
@@ -567,13 +602,18 @@ int fabps_get_params(fabps_pserver_client* c, const char* const* names,
   });
 }
 
-int fabps_save_model(fabps_pserver_client* c, const char* dir) {
+int fabps_save_model(fabps_pserver_client* c, const char* dir,
+                     int64_t timeout_ms) {
   return Guarded(c, "fabps_save_model", [&] {
     if (dir == nullptr || dir[0] == '\0') {
       return c->Fail(FABPS_ERR_ARGUMENT,
                      "fabps_save_model: NULL or empty directory");
     }
-    Status s = c->client->SaveModel(dir);
+    if (timeout_ms < 1 || timeout_ms > kMaxTimeoutMs) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_save_model: timeout_ms must be in [1, 86400000]");
+    }
+    Status s = c->client->SaveModel(dir, Deadline::InMs(timeout_ms));
     if (!s.ok()) return c->Fail(s.WithContext("fabps_save_model"));
     return c->Ok();
   });
@@ -600,7 +640,7 @@ void fabps_release_pserver_client(fabps_pserver_client* c) {
   // The client (its endpoint and progress thread) goes before the handles
   // whose pushes it may still complete.
   c->client.reset();
-  for (fabps_push* p : c->pushes) delete p;
+  for (fabps_transfer* t : c->transfers) delete t;
   delete c;
 }
 

@@ -95,7 +95,7 @@ class MasterClient::Impl {
   }
 
   Result<bool> RequestSaveModel(int64_t block_ms) {
-    return rpc_.RequestSaveModel(options_.trainer_id, block_ms);
+    return rpc_.RequestSaveModel(trainer_name_, block_ms);
   }
 
   Result<MasterStatusSummary> GetStatus() {
@@ -113,6 +113,7 @@ class MasterClient::Impl {
   }
 
   int64_t tasks_reported_failed() const { return reported_failed_.load(); }
+  TrainerId trainer_id() const { return options_.trainer_id; }
 
  private:
   // Moves (chunk_idx_, rec_idx_) to the next record; false when none is left.
@@ -190,7 +191,7 @@ class MasterClient::Impl {
         cv_.wait(l, [&] { return stop_ || queue_.empty(); });
         if (stop_) return;
       }
-      auto r = rpc_.GetTask(pass, options_.trainer_id);
+      auto r = rpc_.GetTask(pass, trainer_name_);
       if (stop_) return;
       if (!r.ok()) return PushError(r.status());
       switch (r->result) {
@@ -247,6 +248,8 @@ class MasterClient::Impl {
   }
 
   const MasterClientOptions options_;
+  // The id as the master's RPCs carry it.
+  const std::string trainer_name_ = std::to_string(options_.trainer_id);
   std::atomic<bool> stop_{false};
   MasterRpc rpc_;
   std::mutex mu_;
@@ -268,8 +271,10 @@ Result<std::unique_ptr<MasterClient>> MasterClient::Create(
       options.poll_max_ms < options.poll_initial_ms) {
     return Status::InvalidArgument("master client options out of range");
   }
-  if (options.trainer_id.size() > 256)
-    return Status::InvalidArgument("trainer id too long");
+  if (options.trainer_id < 0)
+    return Status::InvalidArgument("trainer_id must be >= 0 (0: random)");
+  MasterClientOptions resolved = options;
+  if (resolved.trainer_id == 0) resolved.trainer_id = RandomTrainerId();
   std::unique_ptr<coord::Store> store;
   if (options.master_address.empty()) {
     if (options.store_spec.empty()) {
@@ -285,7 +290,7 @@ Result<std::unique_ptr<MasterClient>> MasterClient::Create(
     FABPS_RETURN_IF_ERROR(rpc::ParseHostPort(options.master_address, &check));
   }
   return std::unique_ptr<MasterClient>(
-      new MasterClient(std::make_unique<Impl>(options, std::move(store))));
+      new MasterClient(std::make_unique<Impl>(resolved, std::move(store))));
 }
 
 MasterClient::MasterClient(std::unique_ptr<Impl> impl)
@@ -307,6 +312,7 @@ Result<bool> MasterClient::RequestSaveModel(int64_t block_ms) {
 Result<MasterStatusSummary> MasterClient::GetStatus() {
   return impl_->GetStatus();
 }
+TrainerId MasterClient::trainer_id() const { return impl_->trainer_id(); }
 int64_t MasterClient::tasks_reported_failed() const {
   return impl_->tasks_reported_failed();
 }

@@ -1,7 +1,7 @@
 // MasterClient: a trainer's reader of the job's dataset, fed by the master.
 //
 //   auto c = MasterClient::Create({.master_address = "127.0.0.1:7164",
-//                                  .trainer_id = "trainer-0"});
+//                                  .trainer_id = 7});
 //   (*c)->SetDataset({"/data/fashion-mnist-train-*"});
 //   for (int64_t pass = 0; pass < passes; ++pass) {
 //     (*c)->StartGetRecords(pass);
@@ -28,9 +28,10 @@
 // with backoff for `rpc_retry_ms` while the master is unreachable, so a
 // restarting master is ridden out.
 //
-// Thread safety: one thread drives a MasterClient (SetDataset,
-// StartGetRecords, NextRecord, RequestSaveModel, GetStatus are not to be
-// called concurrently).
+// Thread safety (the same rule as the master client of the C API): one
+// thread at a time drives a MasterClient (SetDataset, StartGetRecords,
+// NextRecord, RequestSaveModel, GetStatus are not to be called
+// concurrently); the prefetch thread is internal.
 #ifndef FABPS_TRAINER_MASTER_CLIENT_H_
 #define FABPS_TRAINER_MASTER_CLIENT_H_
 
@@ -41,6 +42,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "trainer/trainer_id.h"
 
 namespace fabps::trainer {
 
@@ -48,7 +50,9 @@ struct MasterClientOptions {
   std::string master_address;  // "host:port"; empty: look it up in the store
   std::string store_spec;      // e.g. "local:/dir" (used when no address)
   std::string job = "default";
-  std::string trainer_id;  // shown in the master's status; save-model owner
+  // Shown in the master's status (in decimal) and the save-model owner; the
+  // same id as PServerClientOptions::trainer_id. 0: a random one.
+  TrainerId trainer_id = 0;
   int rpc_timeout_ms = 10'000;    // connect, send and receive
   int64_t rpc_retry_ms = 30'000;  // retrying an unreachable master
   int64_t wait_for_task_ms =
@@ -96,6 +100,9 @@ class MasterClient {
   Result<bool> RequestSaveModel(int64_t block_ms);
 
   Result<MasterStatusSummary> GetStatus();
+
+  // This trainer's id (the random one when the options gave 0).
+  TrainerId trainer_id() const;
 
   // Tasks this client reported failed because their chunks could not be read.
   int64_t tasks_reported_failed() const;

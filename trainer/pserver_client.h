@@ -3,16 +3,20 @@
 //
 //   PServerClientOptions o;
 //   o.addresses = {"10.0.0.1:7000", "10.0.0.2:7000"};
-//   auto c = PServerClient::Connect(o);           // control plane only
-//   if ((*c)->BeginInitParams(selected).value()) {     // this trainer
-//   initializes
+//   auto c = PServerClient::Connect(o);             // control plane only
+//   if ((*c)->BeginInitParams(selected).value()) {  // this trainer initializes
 //     (*c)->InitParam({"fc1.w", DType::kFloat32, {784, 256}}, w, bytes);
 //     (*c)->FinishInitParams();
 //   }
-//   (*c)->GetParams({{"fc1.w", w, bytes}}, deadline);  // waits for init if
-//   needed auto h = (*c)->SendGrads({{"fc1.w", g, bytes}});   // asynchronous
-//   (*c)->Wait(*h, deadline);                           // applied on every
-//   pserver
+//   (*c)->GetParams({{"fc1.w", w, bytes}}, deadline);  // waits for init
+//   auto h = (*c)->SendGrads({{"fc1.w", g, bytes}}, deadline);  // async
+//   (*c)->Wait(*h, deadline);                  // applied on every pserver
+//   auto r = (*c)->GetParamsAsync({{"fc1.w", w, bytes}}, deadline);
+//   (*c)->Wait(*r, deadline);                  // w holds the values
+//
+// Every name a user needs is in fabps::trainer (DType, ParamSpec,
+// UpdateRuleConfig, RuleKind, LrSchedule, Layout, TrainerId): no pserver::
+// type has to be spelled.
 //
 // Data path: the client computes the layout (pserver/layout.h) like the
 // pservers do, and moves each block straight between the caller's buffer
@@ -23,17 +27,18 @@
 // concurrently. A push completes when the pserver has applied it (its credit
 // came back), so Wait() returning OK means the update is visible to pulls.
 //
-// Buffers: a buffer handed to SendGrads must stay valid and unchanged until
-// Wait on its handle returns; GetParams fills buffers before it returns. A
-// buffer's memory stays registered in the cache: before freeing memory that
-// was pushed from or pulled into, call ForgetBuffer.
+// Buffers: a buffer handed to SendGrads or GetParamsAsync must stay valid
+// (and, for a push, unchanged) until Wait on its handle returns; GetParams
+// fills buffers before it returns. A buffer's memory stays registered in the
+// cache: before freeing memory that was pushed from or pulled into, call
+// ForgetBuffer.
 //
-// Errors: every call has a deadline; a dead pserver turns into Unavailable
-// or TimedOut within it, never a hang. After such an error the client is
-// marked broken and the next SendGrads or GetParams reconnects first: it
-// fails the pushes still in flight (Unavailable), opens a fresh endpoint,
-// waits (within that call's deadline) for every pserver to serve again (a
-// restarted pserver comes back from its last checkpoint at the same
+// Errors: every data call has a deadline; a dead pserver turns into
+// Unavailable or TimedOut within it, never a hang. After such an error the
+// client is marked broken and the next SendGrads or GetParams reconnects
+// first: it fails the pushes still in flight (Unavailable), opens a fresh
+// endpoint, waits (within that call's deadline) for every pserver to serve
+// again (a restarted pserver comes back from its last checkpoint at the same
 // address) and registers anew. A trainer therefore treats a failed step as
 // lost and goes on with the next one.
 //
@@ -42,11 +47,15 @@
 // pserver i's address (published by fabps-pserver --store with its claim on
 // the index). Connect waits up to init_wait_ms for all of them; every
 // reconnect looks them up again, so a pserver restarted elsewhere (another
-// port or host) is found. With a store, which trainer initializes is decided
-// there too (init/lock, init/done): see BeginInitParams.
+// port or host) is found. Which trainer initializes: see BeginInitParams
+// and trainer/init_election.h (the store decides when there is one, else
+// pserver 0's init grant).
 //
-// Thread safety: one thread at a time per client (the fabric's progress
-// thread runs inside). Use one client per trainer thread.
+// Thread safety (the same rule as the C API): a client may be used from
+// several threads; its calls are serialized by a lock inside it, so they do
+// not overlap (a Wait blocks the client's other calls until it returns).
+// For parallel transfers use one client per thread. Handles may be waited
+// on from any thread, each handle once at a time.
 #ifndef FABPS_TRAINER_PSERVER_CLIENT_H_
 #define FABPS_TRAINER_PSERVER_CLIENT_H_
 
@@ -58,10 +67,23 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "pserver/dtype.h"
 #include "pserver/layout.h"
 #include "pserver/update_rule.h"
+#include "trainer/trainer_id.h"
 
 namespace fabps::trainer {
+
+// The pserver library's types as the trainer API names them.
+using DType = pserver::DType;
+using ParamSpec = pserver::ParamSpec;
+using Layout = pserver::Layout;
+using UpdateRuleConfig = pserver::UpdateRuleConfig;
+using RuleKind = pserver::RuleKind;
+using LrSchedule = pserver::LrSchedule;
+using pserver::DTypeSize;
+using pserver::RuleName;
+using pserver::ValidateRuleConfig;
 
 struct PServerClientOptions {
   std::vector<std::string> addresses;  // "host:port" of pserver 0, 1, ...
@@ -69,14 +91,15 @@ struct PServerClientOptions {
   std::string job = "default";
   std::string provider = "auto";
   std::string
-      interface_address;   // fabric interface; "" : the provider's choice
-  int64_t trainer_id = 0;  // 0: a random id
-  uint64_t block_elements = pserver::Layout::kDefaultBlockElements;
-  pserver::UpdateRuleConfig default_rule;
-  std::map<std::string, pserver::UpdateRuleConfig> rules;  // per parameter name
+      interface_address;     // fabric interface; "" : the provider's choice
+  TrainerId trainer_id = 0;  // 0: a random id (see trainer_id())
+  uint64_t block_elements = Layout::kDefaultBlockElements;
+  UpdateRuleConfig default_rule;
+  std::map<std::string, UpdateRuleConfig> rules;  // per parameter name
   int rpc_timeout_ms = 10000;
-  int init_wait_ms =
-      120000;  // how long data calls wait for another trainer's init
+  // How long BeginInitParams waits for the election and Connect for the
+  // pservers to appear in the store (data calls take their own deadline).
+  int init_wait_ms = 120000;
 };
 
 // A parameter's bytes in caller memory: `bytes` must equal its element count
@@ -87,7 +110,12 @@ struct ParamBuffer {
   size_t bytes = 0;
 };
 
-class PushHandle;
+// A push or a pull in flight (trainer/transfer_handle.h), waited on with
+// PServerClient::Wait. Shared: the client keeps a reference while blocks
+// are in flight.
+class TransferHandle;
+using PushHandle = TransferHandle;
+using PullHandle = TransferHandle;
 
 class PServerClient {
  public:
@@ -105,30 +133,43 @@ class PServerClient {
   // key init/lock initializes; the others wait here until init/done appears
   // (false) or, if the initializer died (its lease ran out), one of them
   // takes init/lock over and initializes instead. FinishInitParams puts
-  // init/done and releases init/lock.
+  // init/done and releases init/lock. Without a store pserver 0's grant
+  // decides among the selected trainers (trainer/init_election.h). Waits
+  // up to init_wait_ms.
   Result<bool> BeginInitParams(bool selected);
   // Records a parameter and its initial values (copied).
-  Status InitParam(const pserver::ParamSpec& spec, const void* data,
-                   size_t bytes);
+  Status InitParam(const ParamSpec& spec, const void* data, size_t bytes);
   // Builds the layout from every InitParam, sends it and the values to the
   // pservers and ends initialization. "Already initialized" counts as OK.
   Status FinishInitParams();
 
   // Pushes the gradients of the named parameters. Returns at once with a
-  // handle (blocks only while every landing slot on a pserver is taken).
+  // handle (blocks, until `deadline`, only while the parameters are not
+  // initialized yet, while reconnecting, or while every landing slot on a
+  // pserver is taken). Every buffer is checked first: a bad one
+  // (InvalidArgument, NotFound) sends nothing.
   Result<std::shared_ptr<PushHandle>> SendGrads(
       const std::vector<ParamBuffer>& grads, Deadline deadline);
-  // Waits until every block of the push is applied, or the first error.
-  Status Wait(const std::shared_ptr<PushHandle>& handle, Deadline deadline);
-  // Reads the current values of the named parameters into the buffers.
+  // Starts reading the current values of the named parameters into the
+  // buffers and returns a handle; checks and waits like SendGrads. The
+  // buffers are filled when Wait on the handle returns OK.
+  Result<std::shared_ptr<PullHandle>> GetParamsAsync(
+      const std::vector<ParamBuffer>& params, Deadline deadline);
+  // Waits until every block of the push is applied (of the pull is read),
+  // or the first error; TimedOut at `deadline`.
+  Status Wait(const std::shared_ptr<TransferHandle>& handle, Deadline deadline);
+  // GetParamsAsync and Wait in one call.
   Status GetParams(const std::vector<ParamBuffer>& params, Deadline deadline);
-  // Each pserver writes a checkpoint of its shard into `dir`.
-  Status SaveModel(const std::string& dir);
+  // Each pserver writes a checkpoint of its shard into `dir` (a path on the
+  // pservers' machines). TimedOut when not every pserver has saved by
+  // `deadline` (each save is one RPC whose socket timeouts are what is left
+  // of the deadline).
+  Status SaveModel(const std::string& dir, Deadline deadline);
 
   // The layout, once initialization is done (waits for it).
-  Result<const pserver::Layout*> layout(Deadline deadline);
+  Result<const Layout*> layout(Deadline deadline);
   std::string provider() const;
-  int64_t trainer_id() const;
+  TrainerId trainer_id() const;
   void ForgetBuffer(const void* data, size_t bytes);
 
  private:

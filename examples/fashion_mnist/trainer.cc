@@ -24,6 +24,9 @@ constexpr const char* kEvaluatorKey = "eval/trainer";
 
 std::string TrainerName(int64_t id) { return "trainer-" + std::to_string(id); }
 
+// The API's trainer id (> 0) of trainer number `n` (>= 0).
+trainer::TrainerId TrainerIdOf(int64_t n) { return n + 1; }
+
 double Seconds(SteadyClock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -69,7 +72,7 @@ class FashionMnistTrainer {
     mo.master_address = config_.master;
     mo.store_spec = config_.store;
     mo.job = config_.job;
-    mo.trainer_id = TrainerName(config_.trainer_id);
+    mo.trainer_id = TrainerIdOf(config_.trainer_id);
     FABPS_ASSIGN_OR_RETURN(master_, trainer::MasterClient::Create(mo));
     FABPS_RETURN_IF_ERROR(master_->SetDataset(config_.dataset)
                               .WithContext("setting the dataset"));
@@ -85,6 +88,7 @@ class FashionMnistTrainer {
     po.block_elements = config_.block_elements;
     po.default_rule = config_.rule;
     po.rpc_timeout_ms = static_cast<int>(config_.timeout_ms);
+    po.trainer_id = mo.trainer_id;  // one id for the master and the pservers
     FABPS_ASSIGN_OR_RETURN(ps_, trainer::PServerClient::Connect(po));
     FABPS_LOG(INFO) << "connected to the pservers"
                     << (config_.pservers.empty() ? " found in the store" : "")
@@ -99,12 +103,12 @@ class FashionMnistTrainer {
     FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
     if (initializer) {
       FABPS_LOG(INFO) << "initializing the parameters (seed " << config_.seed
-                      << ", rule " << pserver::RuleName(config_.rule.kind)
+                      << ", rule " << trainer::RuleName(config_.rule.kind)
                       << ", lr " << config_.rule.learning_rate << ")";
       InitMlpParams(config_.seed, &params_);
       for (int i = 0; i < kNumTensors; ++i) {
         const TensorShape& t = MlpTensorShapes()[i];
-        pserver::ParamSpec spec{t.name, pserver::DType::kFloat32, {}};
+        trainer::ParamSpec spec{t.name, trainer::DType::kFloat32, {}};
         spec.shape.push_back(static_cast<uint64_t>(t.rows));
         if (t.cols) spec.shape.push_back(static_cast<uint64_t>(t.cols));
         FABPS_RETURN_IF_ERROR(ps_->InitParam(spec, params_.tensors[i].data(),

@@ -26,13 +26,13 @@ std::string CheckHostPort(const std::string& s) {
   return "";
 }
 
-const std::map<std::string, pserver::RuleKind>& Rules() {
-  static const std::map<std::string, pserver::RuleKind> rules = {
-      {"sgd", pserver::RuleKind::kSgd},
-      {"momentum", pserver::RuleKind::kMomentum},
-      {"nesterov", pserver::RuleKind::kNesterov},
-      {"adam", pserver::RuleKind::kAdam},
-      {"adagrad", pserver::RuleKind::kAdaGrad},
+const std::map<std::string, trainer::RuleKind>& Rules() {
+  static const std::map<std::string, trainer::RuleKind> rules = {
+      {"sgd", trainer::RuleKind::kSgd},
+      {"momentum", trainer::RuleKind::kMomentum},
+      {"nesterov", trainer::RuleKind::kNesterov},
+      {"adam", trainer::RuleKind::kAdam},
+      {"adagrad", trainer::RuleKind::kAdaGrad},
   };
   return rules;
 }
@@ -134,7 +134,7 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                 "required for trainer 0, the evaluator when --store is not "
                 "given");
   }
-  c->rule = pserver::UpdateRuleConfig();
+  c->rule = trainer::UpdateRuleConfig();
   c->rule.kind = Rules().at(rule);
   c->rule.learning_rate = lr;
   c->rule.momentum = momentum;
@@ -143,11 +143,11 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                 "--lr-final and --lr-decay-steps go together");
   }
   if (decay_steps > 0) {
-    c->rule.schedule = pserver::LrSchedule::kLinearDecay;
+    c->rule.schedule = trainer::LrSchedule::kLinearDecay;
     c->rule.final_learning_rate = lr_final;
     c->rule.decay_steps = decay_steps;
   }
-  Status valid = pserver::ValidateRuleConfig(c->rule);
+  Status valid = trainer::ValidateRuleConfig(c->rule);
   if (!valid.ok()) return Fail("--rule", valid.message());
   return -1;
 }

@@ -10,7 +10,7 @@
 #include <string>
 #include <vector>
 
-#include "pserver/update_rule.h"
+#include "trainer/pserver_client.h"
 
 namespace fabps::examples::fashion_mnist {
 
@@ -24,7 +24,7 @@ struct TrainerConfig {
   std::string test_data;             // directory or glob; "" : none
   int passes = 5;
   int batch = 64;
-  pserver::UpdateRuleConfig rule;  // kind, learning rate, momentum
+  trainer::UpdateRuleConfig rule;  // kind, learning rate, momentum
   uint64_t seed = 1;
   uint64_t block_elements = 65536;
   std::string store;  // "local:/dir" or "etcd:http://..."; "" : none

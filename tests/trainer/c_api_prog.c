@@ -13,13 +13,14 @@ int main(int argc, char** argv) {
     fprintf(stderr, "usage: %s MASTER_ADDR GLOB OTHER_GLOB PASSES\n", argv[0]);
     return 2;
   }
-  if (fabps_new_master_client(NULL, "x", 1000) != NULL ||
+  if (fabps_new_master_client("127.0.0.1:1", -1, 1000) != NULL ||
+      fabps_new_master_client(NULL, 1, 1000) != NULL ||
       fabps_last_error()[0] == '\0') {
     fprintf(stderr, "NULL address accepted\n");
     return 1;
   }
   if (fabps_next_record(NULL, NULL) != FABPS_ERR_ARGUMENT) return 1;
-  fabps_master_client* c = fabps_new_master_client(argv[1], "c-trainer", 10000);
+  fabps_master_client* c = fabps_new_master_client(argv[1], 42, 10000);
   if (c == NULL) {
     fprintf(stderr, "new: %s\n", fabps_last_error());
     return 1;

@@ -69,14 +69,24 @@ static double Want(int p, size_t i, int steps) {
   return w;
 }
 
-static void CheckValues(fabps_pserver_client* c, int steps, const char* who) {
+/* Pulls every parameter (with fabps_get_params, or fabps_get_params_async
+ * and fabps_wait when `async`) and checks the values after `steps` pushes. */
+static void CheckValuesWith(fabps_pserver_client* c, int steps, const char* who,
+                            int async) {
   const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
   void* bufs[kParams] = {got32, got64, &gots64};
   size_t bytes[kParams] = {sizeof(got32), sizeof(got64), sizeof(gots64)};
   memset(got32, 0x7f, sizeof(got32));
   memset(got64, 0x7f, sizeof(got64));
   gots64 = -1e300;
-  OK(c, fabps_get_params(c, names, bufs, bytes, kParams, 30000));
+  if (async) {
+    fabps_pull* pull = NULL;
+    OK(c, fabps_get_params_async(c, names, bufs, bytes, kParams, 30000, &pull));
+    if (pull == NULL) FAIL("no pull handle");
+    OK(c, fabps_wait(c, pull, 30000));
+  } else {
+    OK(c, fabps_get_params(c, names, bufs, bytes, kParams, 30000));
+  }
   for (size_t i = 0; i < N32; ++i) {
     if ((double)got32[i] != Want(0, i, steps))
       FAIL("%s: %s[%zu] = %g, want %g after %d pushes", who, kNames[0], i,
@@ -89,7 +99,12 @@ static void CheckValues(fabps_pserver_client* c, int steps, const char* who) {
   }
   if (gots64 != Want(2, 0, steps))
     FAIL("%s: %s = %g, want %g", who, kNames[2], gots64, Want(2, 0, steps));
-  printf("%s: values exact after %d pushes\n", who, steps);
+  printf("%s: values exact after %d pushes%s\n", who, steps,
+         async ? " (asynchronous pull)" : "");
+}
+
+static void CheckValues(fabps_pserver_client* c, int steps, const char* who) {
+  CheckValuesWith(c, steps, who, 0);
 }
 
 static fabps_pserver_options* Options(const char* provider,
@@ -142,6 +157,7 @@ static void CheckNullClient(void) {
   void* bufs[1] = {got32};
   size_t bytes[1] = {sizeof(got32)};
   fabps_push* push = (fabps_push*)&push; /* must be reset to NULL */
+  fabps_pull* pull = (fabps_pull*)&pull;
   uint64_t shape[1] = {1};
   if (fabps_new_pserver_client(NULL, 1) != NULL) FAIL("NULL addrs accepted");
   if (fabps_last_error()[0] == '\0') FAIL("no message for NULL addrs");
@@ -154,12 +170,15 @@ static void CheckNullClient(void) {
           fabps_init_param(NULL, "x", FABPS_FLOAT32, shape, 1, got32, 4));
   REFUSED(NULL, FABPS_ERR_ARGUMENT, fabps_finish_init_params(NULL));
   REFUSED(NULL, FABPS_ERR_ARGUMENT,
-          fabps_send_grads(NULL, names, bufs, bytes, 1, &push));
+          fabps_send_grads(NULL, names, bufs, bytes, 1, 1000, &push));
   if (push != NULL) FAIL("*out not reset on error");
+  REFUSED(NULL, FABPS_ERR_ARGUMENT,
+          fabps_get_params_async(NULL, names, bufs, bytes, 1, 1000, &pull));
+  if (pull != NULL) FAIL("*out of a pull not reset on error");
   REFUSED(NULL, FABPS_ERR_ARGUMENT, fabps_wait(NULL, NULL, 0));
   REFUSED(NULL, FABPS_ERR_ARGUMENT,
           fabps_get_params(NULL, names, bufs, bytes, 1, 1000));
-  REFUSED(NULL, FABPS_ERR_ARGUMENT, fabps_save_model(NULL, "/tmp"));
+  REFUSED(NULL, FABPS_ERR_ARGUMENT, fabps_save_model(NULL, "/tmp", 1000));
   REFUSED(NULL, FABPS_ERR_ARGUMENT, fabps_forget_buffer(NULL, got32, 4));
   if (strcmp(fabps_pserver_client_last_error(NULL), "NULL handle") != 0)
     FAIL("last_error(NULL)");
@@ -220,10 +239,11 @@ static void CheckDataErrors(fabps_pserver_client* c, const char* save_dir) {
   void* bufs[2] = {g32[0], got64};
   size_t bytes[2] = {sizeof(got32), sizeof(got64)};
   fabps_push* push = NULL;
+  fabps_pull* pull = NULL;
   /* A valid entry followed by an unknown name: nothing may be sent (the
    * final values would show it). */
   REFUSED(c, FABPS_ERR_NOT_FOUND,
-          fabps_send_grads(c, names, bufs, bytes, 2, &push));
+          fabps_send_grads(c, names, bufs, bytes, 2, 1000, &push));
   if (strstr(fabps_last_error(), "c.nope") == NULL)
     FAIL("message does not name the parameter: %s", fabps_last_error());
   if (push != NULL) FAIL("push handle on error");
@@ -231,7 +251,7 @@ static void CheckDataErrors(fabps_pserver_client* c, const char* save_dir) {
           fabps_get_params(c, names + 1, bufs + 1, bytes + 1, 1, 1000));
   bytes[0] = sizeof(got32) - 4;
   REFUSED(c, FABPS_ERR_ARGUMENT,
-          fabps_send_grads(c, names, bufs, bytes, 1, &push));
+          fabps_send_grads(c, names, bufs, bytes, 1, 1000, &push));
   REFUSED(c, FABPS_ERR_ARGUMENT,
           fabps_get_params(c, names, bufs, bytes, 1, 1000));
   bytes[0] = sizeof(got32);
@@ -246,20 +266,28 @@ static void CheckDataErrors(fabps_pserver_client* c, const char* save_dir) {
   REFUSED(c, FABPS_ERR_ARGUMENT,
           fabps_get_params(c, NULL, bufs, bytes, 1, 1000));
   REFUSED(c, FABPS_ERR_ARGUMENT,
-          fabps_send_grads(c, names, bufs, bytes, 1, NULL));
+          fabps_send_grads(c, names, bufs, bytes, 1, 1000, NULL));
   REFUSED(c, FABPS_ERR_ARGUMENT,
-          fabps_send_grads(c, names, bufs, NULL, 1, &push));
+          fabps_send_grads(c, names, bufs, bytes, 1, -1, &push));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_get_params_async(c, names, bufs, bytes, 1, 1000, NULL));
+  REFUSED(c, FABPS_ERR_NOT_FOUND,
+          fabps_get_params_async(c, names + 1, bufs + 1, bytes + 1, 1, 1000,
+                                 &pull));
+  if (pull != NULL) FAIL("pull handle on error");
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_send_grads(c, names, bufs, NULL, 1, 1000, &push));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_wait(c, NULL, 1000));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_wait(c, (fabps_push*)got32, 1000));
-  REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, NULL));
-  REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, ""));
+  REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, NULL, 1000));
+  REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, "", 1000));
+  REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, save_dir, 0));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_forget_buffer(c, NULL, 4));
   /* Empty calls are fine. */
   OK(c, fabps_get_params(c, NULL, NULL, NULL, 0, 1000));
-  OK(c, fabps_send_grads(c, NULL, NULL, NULL, 0, &push));
+  OK(c, fabps_send_grads(c, NULL, NULL, NULL, 0, 1000, &push));
   if (push == NULL) FAIL("no handle for an empty push");
   OK(c, fabps_wait(c, push, 1000));
-  (void)save_dir;
 }
 
 static void Push(fabps_pserver_client* c, int step, fabps_push** out) {
@@ -271,7 +299,7 @@ static void Push(fabps_pserver_client* c, int step, fabps_push** out) {
   for (size_t i = 0; i < N64; ++i) g64[step][i] = GradValue(step, 1, i);
   gs64[step] = GradValue(step, 2, 0);
   *out = NULL;
-  OK(c, fabps_send_grads(c, names, grads, bytes, kParams, out));
+  OK(c, fabps_send_grads(c, names, grads, bytes, kParams, 30000, out));
   if (*out == NULL) FAIL("no push handle");
 }
 
@@ -317,7 +345,7 @@ int main(int argc, char** argv) {
   fabps_pserver_client* other = fabps_new_pserver_client_ex(addrs, 0, o);
   if (other == NULL) FAIL("second client: %s", fabps_last_error());
   if (fabps_begin_init_params(other) != 0) FAIL("unselected trainer inits");
-  CheckValues(other, kSteps, "second trainer");
+  CheckValuesWith(other, kSteps, "second trainer", 1);
   fabps_pserver_client* late = fabps_new_pserver_client_ex(addrs, 1, o);
   if (late == NULL) FAIL("third client: %s", fabps_last_error());
   int late_init = fabps_begin_init_params(late);
@@ -328,7 +356,7 @@ int main(int argc, char** argv) {
   fabps_release_pserver_client(late);
   fabps_release_pserver_options(o);
 
-  OK(other, fabps_save_model(other, argv[4]));
+  OK(other, fabps_save_model(other, argv[4], 30000));
   printf("saved to %s\n", argv[4]);
   /* A push left pending is released with its client. */
   Push(c, 0, &p0);

@@ -6,6 +6,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <mutex>
@@ -29,7 +30,7 @@ class MasterClientTest : public ::testing::Test {
     ASSERT_TRUE(m.ok()) << m.status().ToString();
     master_ = std::move(m).value();
   }
-  std::unique_ptr<MasterClient> NewClient(const std::string& id) {
+  std::unique_ptr<MasterClient> NewClient(TrainerId id) {
     MasterClientOptions o;
     o.master_address = master_.address();
     o.trainer_id = id;
@@ -44,14 +45,14 @@ class MasterClientTest : public ::testing::Test {
                    testing::ReadFileOrEmpty(dir_.File("master.log")).c_str());
     }
   }
-  // A client "t0" that finds the master through `store`, set to read pass 0
+  // A client (id 1) that finds the master through `store`, set to read pass 0
   // of the dataset `glob`.
   static Result<std::unique_ptr<MasterClient>> StorePassReader(
       const std::string& store, const std::string& glob) {
     MasterClientOptions o;
     o.store_spec = store;
     o.job = "test";
-    o.trainer_id = "t0";
+    o.trainer_id = 1;
     FABPS_ASSIGN_OR_RETURN(auto c, MasterClient::Create(o));
     FABPS_RETURN_IF_ERROR(c->SetDataset({glob}));
     FABPS_RETURN_IF_ERROR(c->StartGetRecords(0));
@@ -135,7 +136,7 @@ TEST_F(MasterClientTest, SeveralTrainersReadEveryRecordOncePerPass) {
   std::mutex mu;
   std::map<int64_t, std::map<std::string, int>> seen;
   auto trainer = [&](int id) {
-    auto c = NewClient("trainer-" + std::to_string(id));
+    auto c = NewClient(100 + id);
     ASSERT_NE(c, nullptr);
     ASSERT_TRUE(c->SetDataset({glob}).ok());
     for (int64_t pass = 0; pass < 2; ++pass) {
@@ -154,19 +155,39 @@ TEST_F(MasterClientTest, SeveralTrainersReadEveryRecordOncePerPass) {
     EXPECT_EQ(records.size(), 120u) << "pass " << pass;
     for (const auto& [r, n] : records) EXPECT_EQ(n, 1) << r;
   }
-  auto c = NewClient("observer");
+  auto c = NewClient(99);
   auto st = c->GetStatus();
   ASSERT_TRUE(st.ok());
   EXPECT_EQ(st->pass, 2);
   EXPECT_EQ(st->trainers.size(), 3u);
+  // The master names a trainer by its id in decimal.
+  EXPECT_NE(std::find(st->trainers.begin(), st->trainers.end(), "101"),
+            st->trainers.end());
   EXPECT_EQ(st->failed, 0);
+}
+
+// One id type for both clients: 0 picks a random positive id, negative ones
+// are refused.
+TEST(MasterClientOptionsTest, TrainerIdZeroIsRandomNegativeIsRefused) {
+  MasterClientOptions o;
+  o.master_address = "127.0.0.1:1";
+  auto c = MasterClient::Create(o);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  EXPECT_GT((*c)->trainer_id(), 0);
+  o.trainer_id = 5;
+  c = MasterClient::Create(o);
+  ASSERT_TRUE(c.ok());
+  EXPECT_EQ((*c)->trainer_id(), 5);
+  o.trainer_id = -1;
+  EXPECT_EQ(MasterClient::Create(o).status().code(),
+            Status::Code::kInvalidArgument);
 }
 
 TEST_F(MasterClientTest, UnreadableChunkIsReportedFailedAndSkipped) {
   std::string glob =
       testing::MakeDataset(dir_.path(), 2, 3, 5);  // 6 chunks, 30 records
   StartMaster({"--chunks-per-task", "1", "--task-failure-max", "0"});
-  auto c = NewClient("t0");
+  auto c = NewClient(1);
   ASSERT_TRUE(c->SetDataset({glob}).ok());
   // Damage the second chunk of data-1 after the master indexed the files.
   auto refs = recordio::IndexFile(dir_.File("data-1"));

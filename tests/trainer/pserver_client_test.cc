@@ -9,6 +9,7 @@
 
 #include <atomic>
 #include <cmath>
+#include <filesystem>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -19,9 +20,6 @@
 namespace fabps::trainer {
 namespace {
 
-using pserver::DType;
-using pserver::ParamSpec;
-using pserver::RuleKind;
 using testing::PServerCluster;
 
 constexpr uint64_t kBlock = 1024;  // elements per block in these tests
@@ -286,6 +284,92 @@ TEST_P(PServerClientTest, WrongSizesAndNamesAreRefused) {
   EXPECT_EQ(h2.status().code(), Status::Code::kNotFound);
   EXPECT_FALSE(
       (*c)->GetParams({{"one", buf.data(), 8}}, Deadline::InMs(kMs)).ok());
+}
+
+// Pulls started asynchronously beside each other are waited on like pushes.
+TEST_P(PServerClientTest, AsyncPullsAreWaitedOnLikePushes) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto specs = Specs();
+  std::vector<float> g(Elements(specs[2]), 3.0f);
+  auto h =
+      (*c)->SendGrads({{"many", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+  ASSERT_TRUE(h.ok() && (*c)->Wait(*h, Deadline::InMs(kMs)).ok());
+  std::vector<float> many(g.size(), -1), block(kBlock, -1);
+  auto pm = (*c)->GetParamsAsync({{"many", many.data(), many.size() * 4}},
+                                 Deadline::InMs(kMs));
+  auto pb = (*c)->GetParamsAsync({{"block", block.data(), block.size() * 4}},
+                                 Deadline::InMs(kMs));
+  ASSERT_TRUE(pm.ok()) << pm.status().ToString();
+  ASSERT_TRUE(pb.ok()) << pb.status().ToString();
+  ASSERT_TRUE((*c)->Wait(*pb, Deadline::InMs(kMs)).ok());
+  ASSERT_TRUE((*c)->Wait(*pm, Deadline::InMs(kMs)).ok());
+  for (size_t i = 0; i < many.size(); i++)
+    ASSERT_EQ(many[i], InitValue(2, i) - 3.0f) << i;
+  for (size_t i = 0; i < block.size(); i++)
+    ASSERT_EQ(block[i], InitValue(1, i)) << i;
+  // A bad buffer starts nothing.
+  EXPECT_EQ(
+      (*c)->GetParamsAsync({{"nope", block.data(), 4}}, Deadline::InMs(kMs))
+          .status()
+          .code(),
+      Status::Code::kNotFound);
+}
+
+// One client shared by threads: calls are serialized inside, nothing is
+// lost.
+TEST_P(PServerClientTest, ClientSharedByThreadsIsExact) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  const int kThreads = 3, kPushes = 10;
+  size_t n = Elements(Specs()[2]);
+  std::atomic<int> errors{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < kThreads; t++) {
+    threads.emplace_back([&] {
+      std::vector<float> g(n, 1.0f), w(n);
+      for (int i = 0; i < kPushes; i++) {
+        auto h =
+            (*c)->SendGrads({{"many", g.data(), n * 4}}, Deadline::InMs(kMs));
+        if (!h.ok() || !(*c)->Wait(*h, Deadline::InMs(kMs)).ok()) errors++;
+        if (!(*c)->GetParams({{"many", w.data(), n * 4}}, Deadline::InMs(kMs))
+                 .ok())
+          errors++;
+      }
+    });
+  }
+  for (auto& th : threads) th.join();
+  ASSERT_EQ(errors.load(), 0);
+  std::vector<float> w(n);
+  ASSERT_TRUE(
+      (*c)->GetParams({{"many", w.data(), n * 4}}, Deadline::InMs(kMs)).ok());
+  for (size_t i = 0; i < n; i++)
+    ASSERT_EQ(w[i], InitValue(2, i) - kThreads * kPushes) << i;
+}
+
+// SaveModel keeps its deadline: a passed one saves nothing.
+TEST_P(PServerClientTest, SaveModelHasADeadline) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok());
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  std::string dir = cluster.dir().File("saved");
+  EXPECT_EQ((*c)->SaveModel(dir, Deadline::InMs(0)).code(),
+            Status::Code::kTimedOut);
+  EXPECT_FALSE(std::filesystem::exists(dir));
+  Status s = (*c)->SaveModel(dir, Deadline::InMs(kMs));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE(std::filesystem::is_empty(dir));
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,

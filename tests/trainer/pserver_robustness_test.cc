@@ -21,7 +21,6 @@
 namespace fabps::trainer {
 namespace {
 
-using pserver::DType;
 using testing::PServerCluster;
 namespace ps = rpc::pserver;
 

@@ -26,7 +26,6 @@ using fabps::testing::EtcdServer;
 using fabps::testing::ReadFileOrEmpty;
 using fabps::testing::Subprocess;
 using fabps::testing::TempDir;
-using pserver::DType;
 
 constexpr uint64_t kBlock = 1024;
 constexpr uint64_t kElements = 3 * kBlock + 5;  // blocks on both pservers

@@ -384,7 +384,6 @@ void Launcher::ShowProgress(bool final_line) {
     trainer::MasterClientOptions mo;
     mo.store_spec = store_spec_;  // follows a master take-over
     mo.job = f_.job;
-    mo.trainer_id = "launcher";
     mo.rpc_timeout_ms = 1000;
     mo.rpc_retry_ms = 500;
     static std::unique_ptr<trainer::MasterClient> mc;

@@ -1,0 +1,63 @@
+// PushSlots: the landing slots a trainer owns on each pserver and the
+// credits that give them back.
+//
+// A push writes a block into one of this trainer's slots on the block's
+// pserver; the pserver applies it and returns a credit (an immediate
+// carrying pserver, slot, block and a status code, pserver/wire.h), which
+// frees the slot and finishes that part of the push. Acquire blocks while
+// every slot of the pserver is taken; a credit that names no slot in use is
+// logged and dropped (a bad or late peer never frees someone else's slot).
+//
+// Thread safety: every method may be called from any thread; OnCredit runs
+// on the fabric's progress thread.
+#ifndef FABPS_TRAINER_PUSH_SLOTS_H_
+#define FABPS_TRAINER_PUSH_SLOTS_H_
+
+#include <condition_variable>
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "trainer/transfer_handle.h"
+
+namespace fabps::trainer {
+
+class PushSlots {
+ public:
+  // Sizes the table for `num_pservers`, every pserver without slots.
+  explicit PushSlots(size_t num_pservers);
+
+  // Gives pserver `pserver` `num_slots` free slots (after registering).
+  void Reset(uint32_t pserver, uint32_t num_slots);
+  // Takes a free slot of `pserver` for `block` of `push`, waiting until
+  // `deadline` for one (TimedOut: the pserver's credits stopped).
+  Result<uint32_t> Acquire(uint32_t pserver, uint32_t block,
+                           std::shared_ptr<TransferHandle> push,
+                           Deadline deadline);
+  // Gives a slot back whose write never started.
+  void Release(uint32_t pserver, uint32_t slot);
+  // A credit immediate from a pserver.
+  void OnCredit(uint64_t imm);
+  // Drops every slot; each push still waiting for a credit gets `why`.
+  void FailAll(const Status& why);
+
+ private:
+  struct Slot {
+    std::shared_ptr<TransferHandle> push;  // null: free
+    uint32_t block = 0;
+  };
+  struct PServerSlots {
+    std::vector<Slot> slots;
+    std::vector<uint32_t> free;
+  };
+  std::mutex mu_;
+  std::condition_variable cv_;
+  std::vector<PServerSlots> pservers_;  // guarded by mu_
+};
+
+}  // namespace fabps::trainer
+
+#endif  // FABPS_TRAINER_PUSH_SLOTS_H_
