@@ -64,6 +64,7 @@ struct Flags {
   std::string job = "default";
   bool index_given = false;
   int64_t lease_ttl_s = 5;
+  int64_t init_grant_timeout_ms = 30000;
   std::string token_file;
   fabps::rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
 };
@@ -213,6 +214,8 @@ int Serve(Flags f, const std::string& token) {
   so.checkpoint_dir = f.checkpoint_dir;
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
+  so.store_elects_initializer = !f.store.empty();
+  so.init_grant_timeout_ms = f.init_grant_timeout_ms;
   auto service =
       std::make_shared<fabps::pserver::PServerService>(so, dp->get());
   fabps::Status rs = service->Recover();
@@ -328,6 +331,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--max-trainers", f.max_trainers, "trainers served at most")
       ->check(CLI::Range(1, 65535));
+  app.add_option("--init-grant-timeout-ms", f.init_grant_timeout_ms,
+                 "without --store: pserver 0's init grant lapses when its "
+                 "holder is quiet this long (trainer/init_election.h)")
+      ->check(CLI::Range(int64_t{100}, int64_t{86'400'000}));
   app.add_option("--apply-threads", f.apply_threads,
                  "TBB threads for applies (0: all cores)")
       ->check(CLI::Range(0, 1024));

@@ -150,13 +150,17 @@ void PServerService::CheckGrantLocked(int64_t trainer_id) {
 ps::InitGrantKind::type PServerService::BeginInitParams(int64_t trainer_id) {
   std::lock_guard<std::mutex> l(mu_);
   if (initialized_) return ps::InitGrantKind::ALREADY_INITIALIZED;
-  if (granted_ && grant_holder_ != trainer_id &&
+  // Only the electing pserver's grant is exclusive (see the header).
+  bool elects = options_.index == 0 && !options_.store_elects_initializer;
+  bool other_holder = granted_ && grant_holder_ != trainer_id;
+  if (elects && other_holder &&
       NowMs() - grant_touched_ms_ < options_.init_grant_timeout_ms) {
     return ps::InitGrantKind::WAIT;
   }
-  if (granted_ && grant_holder_ != trainer_id) {
+  if (other_holder) {
     FABPS_LOG(WARNING) << "init grant of trainer " << grant_holder_
-                       << " lapsed; granting " << trainer_id;
+                       << (elects ? " lapsed" : " taken over") << "; granting "
+                       << trainer_id;
   }
   granted_ = true;
   grant_holder_ = trainer_id;

@@ -4,9 +4,14 @@
 // Initialization is a small state machine: uninitialized -> one trainer
 // granted (BeginInitParams) -> InitParams builds the shard -> InitBlock sets
 // values -> FinishInitParams registers the arena, records the InitConfig
-// beside the checkpoints and serves. A grant whose holder goes quiet for
-// `init_grant_timeout_ms` lapses and the next BeginInitParams takes over from
-// scratch, so a trainer that dies while initializing does not block the job.
+// beside the checkpoints and serves. Who initializes is decided once per job
+// (trainer/init_election.h): with a store the store's election, and every
+// pserver grants to whoever asks (a new holder takes over from scratch: the
+// old holder's partial work is dropped and its later init calls fail); it
+// only refuses a second layout (ALREADY_INITIALIZED). Without a store
+// pserver 0's grant is the election: exclusive, and lapsing when its holder
+// goes quiet for `init_grant_timeout_ms`, so a trainer that dies while
+// initializing does not block the job; pservers 1.. grant as with a store.
 //
 // On start, Recover() brings back a pserver that was initialized before: it
 // reads the InitConfig file and loads the newest checkpoint that verifies.
@@ -37,6 +42,9 @@ struct ServiceOptions {
   uint32_t keep_checkpoints = 3;
   int apply_threads = 0;
   int64_t init_grant_timeout_ms = 30000;
+  // True with a coordination store: the store elects the initializer and
+  // no pserver's grant is exclusive.
+  bool store_elects_initializer = false;
 };
 
 class PServerService : public rpc::pserver::PServerIf {
