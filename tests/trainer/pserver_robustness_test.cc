@@ -82,23 +82,27 @@ TEST(PServerRobustness, TrainerKilledMidPushLeavesOthersServedAndBlocksWhole) {
   auto victim =
       testing::Subprocess::Start(argv, cluster.dir().File("victim.log"));
   ASSERT_TRUE(victim.ok());
+  // Killed while it pushes in a loop (after 20 pushes, not at a chosen
+  // point of one).
   auto end = std::chrono::steady_clock::now() + std::chrono::seconds(30);
   while (testing::ReadFileOrEmpty(cluster.dir().File("victim.log"))
-             .find("pushing") == std::string::npos) {
-    ASSERT_TRUE(std::chrono::steady_clock::now() < end)
+             .find("pushed 20") == std::string::npos) {
+    ASSERT_TRUE(std::chrono::steady_clock::now() < end && victim->running())
         << testing::ReadFileOrEmpty(cluster.dir().File("victim.log"));
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
   victim->Kill();
-  // Let the applies the victim left behind finish, then look.
+  // Wait (up to 5 s) for the applies the victim left behind to finish: two
+  // pulls 100 ms apart agree.
   std::vector<float> v = Pull(c.get());
-  for (int i = 0; i < 50; i++) {
+  bool settled = false;
+  for (int i = 0; i < 50 && !settled; i++) {
     std::this_thread::sleep_for(std::chrono::milliseconds(100));
     std::vector<float> again = Pull(c.get());
-    if (again == v) break;
-    v = again;
+    settled = again == v;
+    v = std::move(again);
   }
+  ASSERT_TRUE(settled) << "the victim's blocks were still being applied";
   // Every block was applied whole or not at all: within a block all values
   // are the same whole number.
   for (size_t i = 0; i < kMany; i++) {

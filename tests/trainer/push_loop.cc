@@ -1,6 +1,6 @@
 // A trainer process for tests where a trainer must die mid-push: waits for
 // the parameters, then pushes gradients of 1.0 into "many" forever, printing
-// "pushing" once the first push was applied.
+// "pushing" once the first push was applied and "pushed 20" after 20.
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -42,6 +42,10 @@ int main(int argc, char** argv) {
       std::fflush(stdout);
     } else if (!(*c)->Wait(*h, fabps::Deadline::InMs(30000)).ok()) {
       return 1;
+    }
+    if (i == 19) {
+      std::printf("pushed 20\n");
+      std::fflush(stdout);
     }
   }
 }

@@ -82,11 +82,32 @@ class StoreDiscoveryTest : public ::testing::Test {
     so.job = job;
     return coord::OpenStore(so);
   }
-  // Waits up to 20 s for `key` to exist (a pserver's claim to be published).
-  static void WaitForKey(coord::Store* st, const std::string& key) {
+  // Waits up to 20 s for `key` to exist (a pserver's claim to be
+  // published); false when it did not.
+  static bool WaitForKey(coord::Store* st, const std::string& key) {
     Deadline d = Deadline::InMs(20000);
-    while (!st->Get(key, Deadline::InMs(2000)).ok() && !d.Expired())
+    while (!st->Get(key, Deadline::InMs(2000)).ok()) {
+      if (d.Expired()) return false;
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
+  }
+  // The number of checkpoints pserver `i` recorded (the version of
+  // ps/<i>/checkpoint; 0 before the first).
+  static int64_t Checkpoints(coord::Store* st, int i) {
+    auto kv = st->Get("ps/" + std::to_string(i) + "/checkpoint",
+                      Deadline::InMs(2000));
+    return kv.ok() ? kv->version : 0;
+  }
+  // Waits up to 20 s until pserver `i` has recorded at least `n`
+  // checkpoints; false when it did not.
+  static bool WaitForCheckpoints(coord::Store* st, int i, int64_t n) {
+    Deadline d = Deadline::InMs(20000);
+    while (Checkpoints(st, i) < n) {
+      if (d.Expired()) return false;
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+    return true;
   }
   static Status Push(PServerClient* c, float g) {
     std::vector<float> grad(kElements, g);
@@ -178,9 +199,13 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
     for (float x : *ov) ASSERT_EQ(x, 4.0f);
   }
 
-  // Let a periodic checkpoint (every second) cover the pushes, then kill a
-  // pserver of job j and start a replacement.
-  std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+  // Wait until a periodic checkpoint (every second) covers the pushes: the
+  // second one recorded after they were applied began after them. Then
+  // kill a pserver of job j and start a replacement.
+  auto jst = OpenStore("j");
+  ASSERT_TRUE(jst.ok()) << jst.status().ToString();
+  ASSERT_TRUE(WaitForCheckpoints(jst->get(), 1, Checkpoints(jst->get(), 1) + 2))
+      << "pserver 1 recorded no checkpoint after the pushes";
   ps[1].Kill();
   ps.push_back(StartPserver("j", 2));
   // The trainers' next steps may fail while the index is free; they
@@ -249,7 +274,14 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
     pushes++;
   }
   ASSERT_TRUE(etcd_->Restart().ok());
-  std::this_thread::sleep_for(std::chrono::seconds(3));  // leases renewed
+  // Each pserver records a checkpoint again: a fenced put, which works only
+  // while its claim (and so its lease) survived the outage.
+  auto st = OpenStore("j");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  for (int i = 0; i < 2; i++) {
+    ASSERT_TRUE(WaitForCheckpoints(st->get(), i, Checkpoints(st->get(), i) + 1))
+        << "pserver " << i << " recorded no checkpoint after etcd came back";
+  }
   for (auto& p : ps) ASSERT_TRUE(p.running()) << "a pserver stopped serving";
   ASSERT_TRUE(Push(c->get(), 1.0f).ok());
   pushes++;
@@ -257,8 +289,6 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
   ASSERT_TRUE(w.ok());
   for (float v : *w) ASSERT_EQ(v, 50.0f - pushes);
   // The claims are still there, so a replacement would find them taken.
-  auto st = OpenStore("j");
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
   EXPECT_TRUE((*st)->Get("ps/0/addr", Deadline::InMs(5000)).ok());
   EXPECT_TRUE((*st)->Get("ps/1/addr", Deadline::InMs(5000)).ok());
   for (auto& p : ps) p.Stop(10000);
@@ -271,7 +301,7 @@ TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
   Subprocess p = StartPserver("j", 1);  // --lease-ttl 2
   auto st = OpenStore("j");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  WaitForKey(st->get(), "ps/0/addr");
+  ASSERT_TRUE(WaitForKey(st->get(), "ps/0/addr"));
   ASSERT_TRUE(p.running());
   auto stopped = std::chrono::steady_clock::now();
   ASSERT_TRUE(etcd_->Stop().ok());
@@ -311,7 +341,7 @@ TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
   // Wait for a's claim (ps/count is put first).
   auto st = OpenStore("j");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  WaitForKey(st->get(), "ps/count");
+  ASSERT_TRUE(WaitForKey(st->get(), "ps/count"));
   Subprocess b = StartPserver("j", 3);
   auto r = b.Wait(20000);
   ASSERT_TRUE(r.ok()) << "a pserver with the wrong count kept running";
