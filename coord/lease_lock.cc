@@ -195,20 +195,6 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireAny(
   }
 }
 
-Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireFirstFree(
-    Store* store, const std::string& prefix, const std::string& suffix,
-    uint32_t n, const LeaseLockOptions& options, Deadline deadline,
-    const std::function<bool()>& cancelled, uint32_t* index) {
-  std::vector<std::string> keys;
-  for (uint32_t i = 0; i < n; i++)
-    keys.push_back(prefix + std::to_string(i) + suffix);
-  size_t which = 0;
-  FABPS_ASSIGN_OR_RETURN(auto lock, AcquireAny(store, keys, options, deadline,
-                                               cancelled, &which));
-  *index = static_cast<uint32_t>(which);
-  return lock;
-}
-
 Result<std::unique_ptr<LeaseLock>> LeaseLock::Acquire(
     Store* store, const std::string& key, const LeaseLockOptions& options,
     Deadline deadline, const std::function<bool()>& cancelled) {

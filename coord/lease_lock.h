@@ -69,13 +69,6 @@ class LeaseLock {
       const LeaseLockOptions& options, Deadline deadline,
       const std::function<bool()>& cancelled, size_t* which);
 
-  // Takes the first free key of prefix + i + suffix, i in [0, n), waiting as
-  // Acquire does while all are taken; `*index` receives i.
-  static Result<std::unique_ptr<LeaseLock>> AcquireFirstFree(
-      Store* store, const std::string& prefix, const std::string& suffix,
-      uint32_t n, const LeaseLockOptions& options, Deadline deadline,
-      const std::function<bool()>& cancelled, uint32_t* index);
-
   ~LeaseLock();
   LeaseLock(const LeaseLock&) = delete;
   LeaseLock& operator=(const LeaseLock&) = delete;
