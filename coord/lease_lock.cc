@@ -52,9 +52,20 @@ Status LeaseLock::Release(Deadline deadline) {
   return s;
 }
 
+Status LeaseLock::PutIfHeld(const std::string& key, const std::string& value,
+                            bool with_lease, Deadline deadline) {
+  auto r = store_->Txn({Fence()},
+                       {TxnOp::Put(key, value, with_lease ? lease_ : kNoLease)},
+                       {}, deadline);
+  if (!r.ok()) return r.status().WithContext("put " + key);
+  if (!r->succeeded)
+    return Status::FailedPrecondition("put " + key + ": lost " + key_);
+  return Status::OK();
+}
+
 Result<LeaseLock::Pending> LeaseLock::Grant(Store* store,
-                                             const LeaseLockOptions& options,
-                                             Deadline deadline) {
+                                            const LeaseLockOptions& options,
+                                            Deadline deadline) {
   if (options.ttl_seconds < 2)
     return Status::InvalidArgument("lease lock: ttl below 2 seconds");
   FABPS_ASSIGN_OR_RETURN(
@@ -93,10 +104,11 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::TryKeys(
     size_t* which, std::string* owner) {
   for (size_t i = 0; i < keys.size(); i++) {
     FABPS_ASSIGN_OR_RETURN(
-        TxnResult r, store->Txn({Compare::Absent(keys[i])},
-                                {TxnOp::Put(keys[i], options.value, pending.id)},
-                                {TxnOp::Get(keys[i])},
-                                Sooner(deadline, store->DefaultDeadline())));
+        TxnResult r,
+        store->Txn({Compare::Absent(keys[i])},
+                   {TxnOp::Put(keys[i], options.value, pending.id)},
+                   {TxnOp::Get(keys[i])},
+                   Sooner(deadline, store->DefaultDeadline())));
     if (r.succeeded) {
       pending.shared->key = keys[i];
       pending.shared->owner = true;
@@ -129,10 +141,11 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::TryAcquire(
 
 // One lease serves every attempt while it lives: a new one is granted only
 // after it was lost (expired during a store outage) or an attempt failed.
-Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireKeys(
+Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireAny(
     Store* store, const std::vector<std::string>& keys,
     const LeaseLockOptions& options, Deadline deadline,
     const std::function<bool()>& cancelled, size_t* which) {
+  if (keys.empty()) return Status::InvalidArgument("lease lock: no keys");
   bool logged = false;
   const std::string what = keys[0] + (keys.size() > 1 ? "..." : "");
   std::optional<Pending> pending;
@@ -152,8 +165,8 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireKeys(
         r = granted.status();
       }
     }
-    if (pending) r = TryKeys(store, keys, options, deadline, *pending, which,
-                             &owner);
+    if (pending)
+      r = TryKeys(store, keys, options, deadline, *pending, which, &owner);
     if (r.ok() && *r) return std::move(*r);
     if (!r.ok()) {
       give_back();
@@ -182,26 +195,11 @@ Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireKeys(
   }
 }
 
-Result<std::unique_ptr<LeaseLock>> LeaseLock::AcquireFirstFree(
-    Store* store, const std::string& prefix, const std::string& suffix,
-    uint32_t n, const LeaseLockOptions& options, Deadline deadline,
-    const std::function<bool()>& cancelled, uint32_t* index) {
-  if (n == 0) return Status::InvalidArgument("lease lock: no keys");
-  std::vector<std::string> keys;
-  for (uint32_t i = 0; i < n; i++)
-    keys.push_back(prefix + std::to_string(i) + suffix);
-  size_t which = 0;
-  FABPS_ASSIGN_OR_RETURN(auto lock, AcquireKeys(store, keys, options, deadline,
-                                                cancelled, &which));
-  *index = static_cast<uint32_t>(which);
-  return lock;
-}
-
 Result<std::unique_ptr<LeaseLock>> LeaseLock::Acquire(
     Store* store, const std::string& key, const LeaseLockOptions& options,
     Deadline deadline, const std::function<bool()>& cancelled) {
   size_t which = 0;
-  return AcquireKeys(store, {key}, options, deadline, cancelled, &which);
+  return AcquireAny(store, {key}, options, deadline, cancelled, &which);
 }
 
 }  // namespace fabps::coord

@@ -1,9 +1,10 @@
 // LeaseLock: owning one key of the coordination store through a lease.
 //
 // The master's leader lock ("master/lock") and a pserver's claim on its index
-// ("ps/<i>/lock") are both this: the key is created only if absent, attached
-// to a lease that this process keeps alive; it vanishes when the process dies
-// (after the TTL) or releases it (at once), and another process takes it.
+// ("ps/<i>/lock") are both this (coord/protocol/ names the keys): the key is
+// created only if absent, attached to a lease that this process keeps alive; it
+// vanishes when the process dies (after the TTL) or releases it (at once), and
+// another process takes it.
 //
 //   auto lock = LeaseLock::Acquire(store, "master/lock", {5, "host:7164"},
 //                                  Deadline::Infinite(), cancelled);
@@ -60,12 +61,13 @@ class LeaseLock {
   static Result<std::unique_ptr<LeaseLock>> Acquire(
       Store* store, const std::string& key, const LeaseLockOptions& options,
       Deadline deadline, const std::function<bool()>& cancelled = {});
-  // Takes the first free key of prefix + i + suffix, i in [0, n), waiting as
-  // Acquire does while all are taken; `*index` receives i.
-  static Result<std::unique_ptr<LeaseLock>> AcquireFirstFree(
-      Store* store, const std::string& prefix, const std::string& suffix,
-      uint32_t n, const LeaseLockOptions& options, Deadline deadline,
-      const std::function<bool()>& cancelled, uint32_t* index);
+  // Takes the first of `keys` (non-empty) that is free, trying them in
+  // order, waiting as Acquire does while all are taken; `*which` receives
+  // its position in `keys`.
+  static Result<std::unique_ptr<LeaseLock>> AcquireAny(
+      Store* store, const std::vector<std::string>& keys,
+      const LeaseLockOptions& options, Deadline deadline,
+      const std::function<bool()>& cancelled, size_t* which);
 
   ~LeaseLock();
   LeaseLock(const LeaseLock&) = delete;
@@ -76,6 +78,12 @@ class LeaseLock {
   LeaseId lease() const { return lease_; }
   int64_t create_revision() const { return create_revision_; }
   Compare Fence() const;
+  // Puts `key` = `value` only while the lock is this one (under Fence()),
+  // attached to lease() when `with_lease` (the key then vanishes with the
+  // lock) or to no lease. FailedPrecondition when the lock was lost; the
+  // store's errors otherwise.
+  Status PutIfHeld(const std::string& key, const std::string& value,
+                   bool with_lease, Deadline deadline);
   // Revokes the lease: the key and every key put with lease() vanish.
   Status Release(Deadline deadline);
 
@@ -98,11 +106,6 @@ class LeaseLock {
       Store* store, const std::vector<std::string>& keys,
       const LeaseLockOptions& options, Deadline deadline,
       const Pending& pending, size_t* which, std::string* owner);
-  // TryKeys until one is taken, `deadline` or `cancelled`.
-  static Result<std::unique_ptr<LeaseLock>> AcquireKeys(
-      Store* store, const std::vector<std::string>& keys,
-      const LeaseLockOptions& options, Deadline deadline,
-      const std::function<bool()>& cancelled, size_t* which);
 
   Store* store_;
   std::string key_;

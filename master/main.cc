@@ -1,7 +1,8 @@
 // fabps-master: serves master.thrift's Master service for one job.
 //
 // Start-up: open the coordination store (--store, default local:<state-dir>),
-// take the job's leader lock master/lock (coord/lease_lock.h; several masters
+// take the job's leader lock master/lock (coord/protocol/master_election.h;
+// several masters
 // may run: the others wait as standbys and one takes over within the lease
 // TTL, --lease-ttl, when the leader dies), replay the master journal
 // (resuming the previous master's state exactly), serve on --host:--port
@@ -23,7 +24,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
-#include "coord/lease_lock.h"
+#include "coord/protocol/master_election.h"
 #include "coord/store.h"
 #include "master/clock.h"
 #include "master/master_service.h"
@@ -79,24 +80,23 @@ int Run(const Flags& flags) {
     return 1;
   }
   // Leader election: wait (as a standby) until master/lock is ours.
-  coord::LeaseLockOptions lo;
-  lo.ttl_seconds = flags.lease_ttl_s;
-  lo.value = Identity(flags.host);
-  auto lock = coord::LeaseLock::Acquire(store->get(), "master/lock", lo,
-                                        Deadline::Infinite(),
-                                        [&] { return stop.Requested(); });
-  if (!lock.ok()) {
+  coord::MasterElectionOptions eo;
+  eo.ttl_seconds = flags.lease_ttl_s;
+  eo.identity = Identity(flags.host);
+  auto lead = coord::MasterElection::Win(store->get(), eo, Deadline::Infinite(),
+                                         [&] { return stop.Requested(); });
+  if (!lead.ok()) {
     if (stop.Requested()) {
       FABPS_LOG(INFO) << "signal while standing by: exiting";
       return 0;
     }
-    FABPS_LOG(ERROR) << "taking master/lock: " << lock.status().ToString();
+    FABPS_LOG(ERROR) << "taking master/lock: " << lead.status().ToString();
     return 1;
   }
-  FABPS_LOG(INFO) << "holding master/lock (lease " << (*lock)->lease()
+  FABPS_LOG(INFO) << "holding master/lock (lease " << (*lead)->lease()
                   << ", ttl " << flags.lease_ttl_s << " s): loading the state";
   StoreJournal journal(store->get());
-  journal.SetFence({(*lock)->Fence()});
+  journal.SetFence({(*lead)->Fence()});
   SystemClock clock;
   auto dispatcher = TaskDispatcher::Open(&journal, &clock, flags.dispatch);
   if (!dispatcher.ok()) {
@@ -118,14 +118,9 @@ int Run(const Flags& flags) {
     return 1;
   }
   std::string addr = flags.host + ":" + std::to_string((*server)->port());
-  auto put =
-      (*store)->Txn({(*lock)->Fence()},
-                    {coord::TxnOp::Put("master/addr", addr, (*lock)->lease())},
-                    {}, (*store)->DefaultDeadline());
-  if (!put.ok() || !put->succeeded) {
-    FABPS_LOG(ERROR) << "publishing master/addr: "
-                     << (put.ok() ? "lost master/lock"
-                                  : put.status().ToString());
+  Status published = (*lead)->PublishAddress(addr, (*store)->DefaultDeadline());
+  if (!published.ok()) {
+    FABPS_LOG(ERROR) << "publishing master/addr: " << published.ToString();
     return 1;
   }
   if (!flags.port_file.empty()) {
@@ -147,7 +142,7 @@ int Run(const Flags& flags) {
       FABPS_LOG(INFO) << "signal " << sig << ": shutting down";
       break;
     }
-    if (!(*lock)->held()) {
+    if (!(*lead)->held()) {
       FABPS_LOG(ERROR) << "lost master/lock (store unreachable for a lease "
                           "TTL?): stopping at once; a standby takes over";
       (*server)->Stop();
@@ -160,7 +155,7 @@ int Run(const Flags& flags) {
   }
   (*server)->Stop();
   // Releasing the lock removes master/addr with it; a standby takes over.
-  Status released = (*lock)->Release((*store)->DefaultDeadline());
+  Status released = (*lead)->Release((*store)->DefaultDeadline());
   if (!released.ok()) {
     FABPS_LOG(WARNING) << "releasing master/lock: " << released.ToString();
   }

@@ -4,15 +4,18 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "coord/protocol/job_keys.h"
 #include "master/codec.h"
 
 namespace fabps::master {
 namespace {
 
-constexpr char kJournalPrefix[] = "master/journal/";
-constexpr char kPartsPrefix[] = "master/parts/";
-constexpr char kHeadKey[] = "master/snapshot/head";
-constexpr char kSnapshotPrefix[] = "master/snapshot/";
+// The keys are named in coord/protocol/job_keys.h; the layout under them
+// is this file's.
+constexpr const char* kJournalPrefix = coord::keys::kMasterJournalPrefix;
+constexpr const char* kPartsPrefix = coord::keys::kMasterPartsPrefix;
+constexpr const char* kHeadKey = coord::keys::kMasterSnapshotHead;
+constexpr const char* kSnapshotPrefix = coord::keys::kMasterSnapshotPrefix;
 constexpr char kHeadMagic[4] = {'F', 'S', 'H', '1'};
 constexpr uint64_t kMaxParts = 1 << 16;
 

@@ -1,6 +1,7 @@
 #include "trainer/master_rpc.h"
 
 #include "base/log.h"
+#include "coord/protocol/discovery.h"
 #include "coord/store.h"
 
 namespace fabps::trainer {
@@ -44,15 +45,9 @@ Status MasterRpc::ConnectLocked() {
   if (addr.empty()) {
     if (store_ == nullptr)
       return Status::InvalidArgument("no master address and no store");
-    auto kv = store_->Get("master/addr", store_->DefaultDeadline());
-    if (!kv.ok()) {
-      Status s = kv.status();
-      if (s.code() == Status::Code::kNotFound) {
-        return Status::Unavailable("no master has published master/addr yet");
-      }
-      return s.WithContext("looking up master/addr");
-    }
-    addr = kv->value;
+    // Unavailable while no master leads: Invoke retries it.
+    FABPS_ASSIGN_OR_RETURN(
+        addr, coord::LookupMaster(store_.get(), store_->DefaultDeadline()));
   }
   rpc::RpcClientOptions o;
   FABPS_RETURN_IF_ERROR(rpc::ParseHostPort(addr, &o));

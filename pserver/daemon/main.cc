@@ -9,13 +9,15 @@
 //
 // With --store (a coordination store, coord/store.h) the pserver takes part
 // in the job's fault tolerance: it claims an index with a lease
-// (coord/lease_lock.h; ps/<i>/lock, the first free i below --num-pservers,
+// (coord/protocol/pserver_claim.h; ps/<i>/lock, the first free i below
+// --num-pservers,
 // or exactly --index when given, waiting while the previous owner's lease
 // runs out), checks ps/count against --num-pservers, keeps its checkpoints in
 // <--checkpoint-dir>/ps-<i> (or where ps/<i>/checkpoint says the last owner
 // of the index kept them, when that directory is reachable), publishes
 // "host:port" under ps/<i>/addr with the lease (trainers find it there) and
-// records each checkpoint under ps/<i>/checkpoint (directory, time). A
+// records each checkpoint under ps/<i>/checkpoint (directory, file, CRC,
+// time: coord/protocol/checkpoint_record.h). A
 // pserver that loses its lease (store unreachable for the TTL) exits with
 // status 3 at once, without checkpointing, rather than risk two owners of
 // one index; SIGTERM checkpoints and releases the claim.
@@ -33,7 +35,8 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
-#include "coord/lease_lock.h"
+#include "coord/protocol/checkpoint_record.h"
+#include "coord/protocol/pserver_claim.h"
 #include "coord/store.h"
 #include "pserver/daemon/data_plane.h"
 #include "pserver/daemon/ps_service.h"
@@ -74,26 +77,10 @@ bool IsDirectory(const std::string& path) {
   return ::stat(path.c_str(), &st) == 0 && S_ISDIR(st.st_mode);
 }
 
-// The job's coordination: the claimed index and what is published under it.
+// The job's coordination: the store and the claimed index.
 struct Claim {
   std::unique_ptr<fabps::coord::Store> store;
-  std::unique_ptr<fabps::coord::LeaseLock> lock;
-  uint32_t index = 0;
-
-  std::string Key(const std::string& leaf) const {
-    return "ps/" + std::to_string(index) + "/" + leaf;
-  }
-  // A Put that commits only while the claim is ours.
-  fabps::Status FencedPut(const std::string& key, const std::string& value,
-                          fabps::coord::LeaseId lease) {
-    auto r = store->Txn({lock->Fence()},
-                        {fabps::coord::TxnOp::Put(key, value, lease)}, {},
-                        store->DefaultDeadline());
-    if (!r.ok()) return r.status().WithContext("put " + key);
-    if (!r->succeeded)
-      return fabps::Status::FailedPrecondition("lost the claim on " + key);
-    return fabps::Status::OK();
-  }
+  std::unique_ptr<fabps::coord::PserverClaim> index;
 };
 
 // Claims an index (see the file comment); sets f->index and the checkpoint
@@ -109,75 +96,61 @@ int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
   }
   claim->store = std::move(*store);
   fabps::coord::Store* st = claim->store.get();
-  // Every pserver of the job must agree on the count.
-  std::string n = std::to_string(f->num_pservers);
-  for (;;) {
-    auto r =
-        st->Txn({fabps::coord::Compare::Absent("ps/count")},
-                {fabps::coord::TxnOp::Put("ps/count", n)},
-                {fabps::coord::TxnOp::Get("ps/count")}, st->DefaultDeadline());
-    if (r.ok()) {
-      if (!r->succeeded && r->results[0].kvs[0].value != n) {
-        FABPS_LOG(ERROR) << "--num-pservers " << n << " but job " << f->job
-                         << " has ps/count " << r->results[0].kvs[0].value;
-        return 2;
-      }
-      break;
-    }
-    FABPS_LOG(WARNING) << "store: " << r.status().ToString() << " (retrying)";
-    if (stop->Wait(500) != 0) return 0;  // no claim: Serve exits 0
-  }
   char host[256] = {0};
   ::gethostname(host, sizeof(host) - 1);
-  fabps::coord::LeaseLockOptions lo;
-  lo.ttl_seconds = f->lease_ttl_s;
-  lo.value = std::string(host) + " pid " + std::to_string(::getpid());
-  auto cancelled = [stop] { return stop->Requested(); };
-  fabps::Result<std::unique_ptr<fabps::coord::LeaseLock>> lock =
-      fabps::Status::OK();
-  if (f->index_given) {
-    lock = fabps::coord::LeaseLock::Acquire(
-        st, "ps/" + std::to_string(f->index) + "/lock", lo,
-        fabps::Deadline::Infinite(), cancelled);
-  } else {
-    lock = fabps::coord::LeaseLock::AcquireFirstFree(
-        st, "ps/", "/lock", f->num_pservers, lo, fabps::Deadline::Infinite(),
-        cancelled, &f->index);
+  fabps::coord::PserverClaimOptions co;
+  co.num_pservers = f->num_pservers;
+  if (f->index_given) co.index = f->index;
+  co.ttl_seconds = f->lease_ttl_s;
+  co.owner = std::string(host) + " pid " + std::to_string(::getpid());
+  auto claimed =
+      fabps::coord::PserverClaim::Claim(st, co, fabps::Deadline::Infinite(),
+                                        [stop] { return stop->Requested(); });
+  if (!claimed.ok()) {
+    if (stop->Requested()) return 0;  // no claim: Serve exits 0
+    FABPS_LOG(ERROR) << "claiming an index: " << claimed.status().ToString();
+    fabps::Status::Code c = claimed.status().code();
+    return c == fabps::Status::Code::kFailedPrecondition ||
+                   c == fabps::Status::Code::kCorruption
+               ? 2  // the job disagrees with our flags
+               : 1;
   }
-  if (!lock.ok()) {
-    if (stop->Requested()) return 0;
-    FABPS_LOG(ERROR) << "claiming an index: " << lock.status().ToString();
-    return 1;
-  }
-  claim->lock = std::move(*lock);
-  claim->index = f->index;
+  claim->index = std::move(*claimed);
+  f->index = claim->index->index();
   // Where the last owner of this index kept its checkpoints.
   std::string own = f->checkpoint_dir.empty()
                         ? ""
                         : f->checkpoint_dir + "/ps-" + std::to_string(f->index);
-  auto meta = st->Get(claim->Key("checkpoint"), st->DefaultDeadline());
-  if (meta.ok()) {
-    std::string dir = meta->value.substr(0, meta->value.find('\n'));
-    if (dir.rfind("dir=", 0) == 0) dir = dir.substr(4);
-    if (!dir.empty() && dir != own && IsDirectory(dir)) {
-      FABPS_LOG(INFO) << "ps/" << f->index << "/checkpoint names " << dir
+  auto last =
+      fabps::coord::ReadCheckpointRecord(st, f->index, st->DefaultDeadline());
+  if (last.ok()) {
+    if (last->dir != own && IsDirectory(last->dir)) {
+      FABPS_LOG(INFO) << "ps/" << f->index << "/checkpoint names " << last->dir
                       << ": recovering from it";
-      own = dir;
+      own = last->dir;
     }
+  } else if (last.status().code() != fabps::Status::Code::kNotFound) {
+    FABPS_LOG(WARNING) << "reading the checkpoint record: "
+                       << last.status().ToString();
   }
   f->checkpoint_dir = own;  // PServerService::Recover creates it
   return 0;
 }
 
 // ps/<i>/checkpoint: where and when this index last checkpointed.
-void RecordCheckpoint(Claim* claim, const std::string& dir) {
+void RecordCheckpoint(Claim* claim, const std::string& dir,
+                      const fabps::pserver::CheckpointInfo& written) {
   if (dir.empty()) return;
   char abs[4096];
-  std::string path = ::realpath(dir.c_str(), abs) ? abs : dir;
-  std::string value =
-      "dir=" + path + "\ntime=" + std::to_string(::time(nullptr)) + "\n";
+  fabps::coord::CheckpointRecord record;
+  record.dir = ::realpath(dir.c_str(), abs) ? abs : dir;
+  if (!written.path.empty()) {
+    record.file = written.path.substr(written.path.rfind('/') + 1);
+    record.crc = written.header_crc;
+  }
+  record.unix_time = ::time(nullptr);
   fabps::Status s =
-      claim->FencedPut(claim->Key("checkpoint"), value, fabps::coord::kNoLease);
+      claim->index->RecordCheckpoint(record, claim->store->DefaultDeadline());
   if (!s.ok())
     FABPS_LOG(WARNING) << "recording the checkpoint: " << s.ToString();
 }
@@ -188,7 +161,7 @@ int Serve(Flags f, const std::string& token) {
   if (!f.store.empty()) {
     fabps::SetLogTag("pserver");
     int rc = ClaimIndex(&f, &claim, &stop);
-    if (rc != 0 || !claim.lock) return rc;
+    if (rc != 0 || !claim.index) return rc;
     FABPS_LOG(INFO) << "claimed index " << f.index << " of job " << f.job;
   }
   fabps::SetLogTag("pserver-" + std::to_string(f.index));
@@ -244,9 +217,9 @@ int Serve(Flags f, const std::string& token) {
       return 1;
     }
   }
-  if (claim.lock) {
+  if (claim.index) {
     fabps::Status s =
-        claim.FencedPut(claim.Key("addr"), addr, claim.lock->lease());
+        claim.index->PublishAddress(addr, claim.store->DefaultDeadline());
     if (!s.ok()) {
       FABPS_LOG(ERROR) << "publishing the address: " << s.ToString();
       return 1;
@@ -268,7 +241,7 @@ int Serve(Flags f, const std::string& token) {
                       << ": checkpointing and shutting down";
       break;
     }
-    if (claim.lock && !claim.lock->held()) {
+    if (claim.index && !claim.index->held()) {
       FABPS_LOG(ERROR) << "lost the claim on index " << f.index
                        << ": stopping at once, without a checkpoint";
       (*server)->Stop();
@@ -281,7 +254,8 @@ int Serve(Flags f, const std::string& token) {
       last_save = now;
       fabps::Status s = service->Checkpoint();
       if (!s.ok()) FABPS_LOG(ERROR) << "periodic checkpoint: " << s.ToString();
-      if (s.ok() && claim.lock) RecordCheckpoint(&claim, f.checkpoint_dir);
+      if (s.ok() && claim.index)
+        RecordCheckpoint(&claim, f.checkpoint_dir, service->LastWritten());
     }
   }
   (*server)->Stop();
@@ -290,9 +264,9 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << "final checkpoint: " << s.ToString();
     return 1;
   }
-  if (claim.lock) {
-    RecordCheckpoint(&claim, f.checkpoint_dir);
-    fabps::Status r = claim.lock->Release(claim.store->DefaultDeadline());
+  if (claim.index) {
+    RecordCheckpoint(&claim, f.checkpoint_dir, service->LastWritten());
+    fabps::Status r = claim.index->Release(claim.store->DefaultDeadline());
     if (!r.ok()) FABPS_LOG(WARNING) << "releasing the claim: " << r.ToString();
   }
   return 0;

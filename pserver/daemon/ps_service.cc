@@ -133,7 +133,13 @@ Status PServerService::Checkpoint() {
   FABPS_ASSIGN_OR_RETURN(CheckpointInfo info, checkpoints_->Save(*shard_));
   last_checkpoint_ = info.path;
   last_checkpoint_ms_ = UnixMs();
+  last_written_ = info;
   return Status::OK();
+}
+
+CheckpointInfo PServerService::LastWritten() {
+  std::lock_guard<std::mutex> c(ckpt_mu_);
+  return last_written_;
 }
 
 void PServerService::CheckGrantLocked(int64_t trainer_id) {

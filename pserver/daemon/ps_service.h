@@ -58,6 +58,9 @@ class PServerService : public rpc::pserver::PServerIf {
   // Writes a checkpoint now (periodic saves and shutdown). OK and nothing
   // written when not initialized or no directory is configured.
   Status Checkpoint();
+  // The checkpoint the last successful Checkpoint() wrote (path "" before
+  // the first), for the daemon to record in the store.
+  CheckpointInfo LastWritten();
   bool initialized() const { return initialized_.load(); }
 
   rpc::pserver::InitGrantKind::type BeginInitParams(
@@ -94,6 +97,7 @@ class PServerService : public rpc::pserver::PServerIf {
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::mutex ckpt_mu_;
   std::string last_checkpoint_;
+  CheckpointInfo last_written_;  // guarded by ckpt_mu_
   int64_t last_checkpoint_ms_ = 0;
 };
 

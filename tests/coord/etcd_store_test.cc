@@ -172,7 +172,8 @@ TEST(EtcdTlsTest, HttpsWithClientCertificates) {
   EXPECT_EQ(r.code(), Code::kInvalidArgument) << r.ToString();
   EXPECT_NE(r.message().find("absent.pem"), std::string::npos);
   StoreOptions plain = good;
-  plain.spec = "etcd:http://127.0.0.1:" + std::to_string((*etcd)->client_port());
+  plain.spec =
+      "etcd:http://127.0.0.1:" + std::to_string((*etcd)->client_port());
   EXPECT_FALSE(refused(plain).ok());
   // The good store still works after all that.
   auto got = (*s)->Get("k", Deadline::InMs(5000));
@@ -238,10 +239,7 @@ TEST_F(EtcdStoreTest, EtcdDownForAWhileThenBack) {
   EXPECT_LT(SteadyClock::now() - start, std::chrono::seconds(6));
 
   // Down for longer than the short lease's TTL.
-  Deadline wait_lost = Deadline::InMs(10000);
-  while (short_lost.load() == 0 && !wait_lost.Expired()) {
-    std::this_thread::sleep_for(std::chrono::milliseconds(50));
-  }
+  WaitUntil([&] { return short_lost.load() > 0; }, Deadline::InMs(10000));
   EXPECT_EQ(short_lost.load(), 1);
   EXPECT_FALSE(st.LeaseAlive(short_lease->id));
 

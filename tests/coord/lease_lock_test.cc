@@ -16,19 +16,14 @@ namespace {
 
 using Code = Status::Code;
 
-class LeaseLockTest : public ::testing::TestWithParam<Backend> {
+class LeaseLockTest : public BackendTest {
  protected:
   void SetUp() override {
-    auto env = BackendEnv::Create(GetParam());
-    if (!env.ok() && env.status().code() == Code::kNotFound)
-      GTEST_SKIP() << env.status().ToString();
-    ASSERT_TRUE(env.ok()) << env.status().ToString();
-    env_ = std::move(*env);
-    for (auto* s : {&a_, &b_}) {
-      auto st = env_->Open("locks");
-      ASSERT_TRUE(st.ok()) << st.status().ToString();
-      *s = std::move(*st);
-    }
+    BackendTest::SetUp();
+    if (IsSkipped() || HasFatalFailure()) return;
+    a_ = std::move(store_);
+    b_ = OpenStoreOrDie();
+    ASSERT_TRUE(a_ && b_);
   }
   static LeaseLockOptions Opts(const std::string& who, int64_t ttl = 2) {
     LeaseLockOptions o;
@@ -37,9 +32,7 @@ class LeaseLockTest : public ::testing::TestWithParam<Backend> {
     o.retry_ms = 50;
     return o;
   }
-  Deadline D(int64_t ms = 5000) const { return Deadline::InMs(ms); }
 
-  std::unique_ptr<BackendEnv> env_;
   std::unique_ptr<Store> a_, b_;  // two "processes"
 };
 
@@ -56,13 +49,18 @@ TEST_P(LeaseLockTest, OneOwnerAndTakeOverAfterRelease) {
   EXPECT_EQ(got->value, "a");
   EXPECT_EQ(got->lease, (*la)->lease());
 
+  // The waiter asks `cancelled` after each attempt that found the lock
+  // taken: two such answers prove it tried and was refused.
   std::atomic<bool> done{false};
+  std::atomic<int> refused{0};
   Result<std::unique_ptr<LeaseLock>> waited = Status::Unavailable("not yet");
   std::thread waiter([&] {
-    waited = LeaseLock::Acquire(b_.get(), "master/lock", Opts("b"), D(20000));
+    waited = LeaseLock::Acquire(b_.get(), "master/lock", Opts("b"), D(20000),
+                                [&] { return ++refused, false; });
     done = true;
   });
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(
+      WaitUntil([&] { return refused.load() >= 2 || done.load(); }, D(10000)));
   EXPECT_FALSE(done.load()) << "acquired a held lock";
   auto start = std::chrono::steady_clock::now();
   ASSERT_TRUE((*la)->Release(D()).ok());
@@ -91,30 +89,44 @@ TEST_P(LeaseLockTest, DeadOwnersLockExpiresAndIsTakenOver) {
   EXPECT_LT(secs, ttl + 4.0) << "take-over took longer than the TTL allows";
 }
 
-TEST_P(LeaseLockTest, FirstFreeIndexAndReclaim) {
-  uint32_t i0 = 99, i1 = 99, i2 = 99;
-  auto l0 = LeaseLock::AcquireFirstFree(a_.get(), "ps/", "/lock", 2, Opts("x"),
-                                        D(), {}, &i0);
-  auto l1 = LeaseLock::AcquireFirstFree(b_.get(), "ps/", "/lock", 2, Opts("y"),
-                                        D(), {}, &i1);
+TEST_P(LeaseLockTest, FirstFreeKeyAndReclaim) {
+  const std::vector<std::string> keys = {"k/0", "k/1"};
+  size_t i0 = 99, i1 = 99, i2 = 99;
+  auto l0 = LeaseLock::AcquireAny(a_.get(), keys, Opts("x"), D(), {}, &i0);
+  auto l1 = LeaseLock::AcquireAny(b_.get(), keys, Opts("y"), D(), {}, &i1);
   ASSERT_TRUE(l0.ok() && l1.ok());
   EXPECT_EQ(i0, 0u);
   EXPECT_EQ(i1, 1u);
   // All taken: a third waits until its deadline.
-  auto l2 = LeaseLock::AcquireFirstFree(b_.get(), "ps/", "/lock", 2, Opts("z"),
-                                        D(600), {}, &i2);
+  auto l2 = LeaseLock::AcquireAny(b_.get(), keys, Opts("z"), D(600), {}, &i2);
   EXPECT_EQ(l2.status().code(), Code::kTimedOut);
   // Cancelled waits end at once.
-  l2 = LeaseLock::AcquireFirstFree(
-      b_.get(), "ps/", "/lock", 2, Opts("z"), D(20000), [] { return true; },
-      &i2);
+  l2 = LeaseLock::AcquireAny(
+      b_.get(), keys, Opts("z"), D(20000), [] { return true; }, &i2);
   EXPECT_EQ(l2.status().code(), Code::kCancelled);
-  // Index 0 frees up: the next claimant gets exactly that one.
+  EXPECT_EQ(LeaseLock::AcquireAny(b_.get(), {}, Opts("z"), D(), {}, &i2)
+                .status()
+                .code(),
+            Code::kInvalidArgument);
+  // Key 0 frees up: the next claimant gets exactly that one.
   ASSERT_TRUE((*l0)->Release(D()).ok());
-  l2 = LeaseLock::AcquireFirstFree(b_.get(), "ps/", "/lock", 2, Opts("z"), D(),
-                                   {}, &i2);
+  l2 = LeaseLock::AcquireAny(b_.get(), keys, Opts("z"), D(), {}, &i2);
   ASSERT_TRUE(l2.ok()) << l2.status().ToString();
   EXPECT_EQ(i2, 0u);
+}
+
+TEST_P(LeaseLockTest, PutIfHeldIsFenced) {
+  auto la = LeaseLock::TryAcquire(a_.get(), "l", Opts("a"), D());
+  ASSERT_TRUE(la.ok());
+  ASSERT_TRUE((*la)->PutIfHeld("l-leased", "1", true, D()).ok());
+  ASSERT_TRUE((*la)->PutIfHeld("l-durable", "1", false, D()).ok());
+  EXPECT_EQ(b_->Get("l-leased", D())->lease, (*la)->lease());
+  EXPECT_EQ(b_->Get("l-durable", D())->lease, kNoLease);
+  ASSERT_TRUE(b_->Revoke((*la)->lease(), D()).ok());
+  EXPECT_EQ((*la)->PutIfHeld("l-durable", "2", false, D()).code(),
+            Code::kFailedPrecondition);
+  EXPECT_EQ(b_->Get("l-durable", D())->value, "1");
+  EXPECT_EQ(b_->Get("l-leased", D()).status().code(), Code::kNotFound);
 }
 
 TEST_P(LeaseLockTest, FenceStopsADeposedOwner) {
@@ -134,9 +146,7 @@ TEST_P(LeaseLockTest, FenceStopsADeposedOwner) {
   w = b_->Txn({(*lb)->Fence()}, {TxnOp::Put("master/state", "b1")}, {}, D());
   ASSERT_TRUE(w.ok() && w->succeeded);
   // a learns it lost the lease within about a TTL.
-  for (int i = 0; i < 100 && (*la)->held(); i++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE((*la)->held());
+  EXPECT_TRUE(WaitUntil([&] { return !(*la)->held(); }, D(10000)));
 }
 
 TEST_P(LeaseLockTest, StoreGoneForLongerThanTheTtlLosesTheLock) {
@@ -147,9 +157,8 @@ TEST_P(LeaseLockTest, StoreGoneForLongerThanTheTtlLosesTheLock) {
   auto la = LeaseLock::TryAcquire(a_.get(), "master/lock", o, D());
   ASSERT_TRUE(la.ok());
   ASSERT_TRUE(env_->etcd()->Stop().ok());
-  for (int i = 0; i < 100 && (*la)->held(); i++)
-    std::this_thread::sleep_for(std::chrono::milliseconds(100));
-  EXPECT_FALSE((*la)->held()) << "kept acting as owner with etcd down";
+  EXPECT_TRUE(WaitUntil([&] { return !(*la)->held(); }, D(10000)))
+      << "kept acting as owner with etcd down";
   EXPECT_EQ(lost.load(), 1);
   ASSERT_TRUE(env_->etcd()->Restart().ok());
   // After etcd is back the lock can be taken again (the old lease expired).
@@ -157,11 +166,7 @@ TEST_P(LeaseLockTest, StoreGoneForLongerThanTheTtlLosesTheLock) {
   ASSERT_TRUE(lb.ok()) << lb.status().ToString();
 }
 
-INSTANTIATE_TEST_SUITE_P(Backends, LeaseLockTest,
-                         ::testing::Values(Backend::kLocal, Backend::kEtcd),
-                         [](const ::testing::TestParamInfo<Backend>& info) {
-                           return BackendName(info.param);
-                         });
+FABPS_INSTANTIATE_OVER_BACKENDS(LeaseLockTest);
 
 }  // namespace
 }  // namespace fabps::coord::testing

@@ -1,5 +1,8 @@
 #include "tests/coord/store_test_util.h"
 
+#include <cctype>
+#include <thread>
+
 namespace fabps::coord::testing {
 
 std::string BackendName(Backend b) {
@@ -44,6 +47,59 @@ std::vector<WatchEvent> WaitEvents(Watch* w, size_t n, Deadline deadline) {
 
 std::string HelperBinary() {
   return fabps::testing::BuiltBinary("tests/coord/coord_store_helper");
+}
+
+bool WaitUntilAbsent(Store* store, const std::string& key, Deadline deadline) {
+  while (!deadline.Expired()) {
+    auto r = store->Range(key, store->DefaultDeadline());
+    if (!r.ok()) return false;
+    bool present = false;
+    for (const KeyValue& kv : r->kvs) present |= kv.key == key;
+    if (!present) return true;
+    auto w = store->WatchKeys(key, false, r->revision + 1, deadline);
+    if (!w.ok()) return false;
+    std::vector<WatchEvent> events;
+    while (deadline.Expired() == false) {
+      Status s = (*w)->Next(&events, deadline);
+      if (!s.ok()) break;
+      for (const WatchEvent& e : events)
+        if (e.type == WatchEvent::Type::kDelete) return true;
+      events.clear();
+    }
+  }
+  return false;
+}
+
+bool WaitUntil(const std::function<bool()>& done, Deadline deadline) {
+  while (!done()) {
+    if (deadline.Expired()) return done();
+    std::this_thread::sleep_for(std::chrono::milliseconds(10));
+  }
+  return true;
+}
+
+void BackendTest::SetUp() {
+  auto env = BackendEnv::Create(GetParam());
+  if (!env.ok() && env.status().code() == Status::Code::kNotFound)
+    GTEST_SKIP() << env.status().ToString();
+  ASSERT_TRUE(env.ok()) << env.status().ToString();
+  env_ = std::move(*env);
+  store_ = OpenStoreOrDie();
+}
+
+std::unique_ptr<Store> BackendTest::OpenStoreOrDie() {
+  auto s = env_->Open(Job());
+  EXPECT_TRUE(s.ok()) << s.status().ToString();
+  return s.ok() ? std::move(*s) : nullptr;
+}
+
+std::string BackendTest::Job() const {
+  std::string name =
+      ::testing::UnitTest::GetInstance()->current_test_info()->name();
+  std::string job;
+  for (char c : name)
+    job += (std::isalnum(static_cast<unsigned char>(c)) ? c : '-');
+  return job.substr(0, 60);
 }
 
 }  // namespace fabps::coord::testing

@@ -3,6 +3,9 @@
 #ifndef FABPS_TESTS_COORD_STORE_TEST_UTIL_H_
 #define FABPS_TESTS_COORD_STORE_TEST_UTIL_H_
 
+#include <gtest/gtest.h>
+
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -40,6 +43,41 @@ std::vector<WatchEvent> WaitEvents(Watch* w, size_t n, Deadline deadline);
 
 // The path of the helper binary.
 std::string HelperBinary();
+
+// Waits until `key` is absent (a lease expired, a lock was released),
+// watching for its delete; false when `deadline` passes first.
+bool WaitUntilAbsent(Store* store, const std::string& key, Deadline deadline);
+
+// Checks `done` every few milliseconds until it is true or `deadline`
+// passes; returns its last value. For conditions no store event signals
+// (a keep-alive thread noticing a loss).
+bool WaitUntil(const std::function<bool()>& done, Deadline deadline);
+
+// The fixture of the suites run over both backends: a backend, and stores
+// opened on it for one job named after the test (each store stands for one
+// process of the job). Skips when etcd is not installed.
+class BackendTest : public ::testing::TestWithParam<Backend> {
+ protected:
+  void SetUp() override;
+  // Another "process" of the test's job; fails the test when it cannot.
+  std::unique_ptr<Store> OpenStoreOrDie();
+  // The test's name as a job name.
+  std::string Job() const;
+  Deadline D(int64_t ms = 5000) const { return Deadline::InMs(ms); }
+
+  std::unique_ptr<BackendEnv> env_;
+  std::unique_ptr<Store> store_;
+};
+
+#define FABPS_INSTANTIATE_OVER_BACKENDS(suite)                             \
+  INSTANTIATE_TEST_SUITE_P(                                                \
+      Backends, suite,                                                     \
+      ::testing::Values(::fabps::coord::testing::Backend::kLocal,          \
+                        ::fabps::coord::testing::Backend::kEtcd),          \
+      [](const ::testing::TestParamInfo<::fabps::coord::testing::Backend>& \
+             info) {                                                       \
+        return ::fabps::coord::testing::BackendName(info.param);           \
+      })
 
 }  // namespace fabps::coord::testing
 
