@@ -8,43 +8,16 @@ namespace fabps::trainer {
 
 namespace ps = rpc::pserver;
 
-namespace {
-constexpr const char* kInitLock = "init/lock";
-constexpr const char* kInitDone = "init/done";
-constexpr int kInitLockTtlSeconds = 5;
-}  // namespace
-
 InitElection::InitElection(coord::Store* store, int64_t trainer_id)
-    : store_(store), trainer_id_(trainer_id) {}
-
-InitElection::~InitElection() = default;
-
-Result<bool> InitElection::WinStore(Deadline deadline) {
-  coord::LeaseLockOptions lo;
-  lo.ttl_seconds = kInitLockTtlSeconds;
-  lo.value = "trainer " + std::to_string(trainer_id_);
-  for (;;) {
-    if (store_->Get(kInitDone, store_->DefaultDeadline()).ok()) return false;
-    auto lock = coord::LeaseLock::TryAcquire(store_, kInitLock, lo,
-                                             store_->DefaultDeadline());
-    if (lock.ok()) {
-      // Initialized between our two reads? Then nothing to do.
-      if (store_->Get(kInitDone, store_->DefaultDeadline()).ok()) {
-        (void)(*lock)->Release(store_->DefaultDeadline());
-        return false;
-      }
-      lock_ = std::move(*lock);
-      FABPS_LOG(INFO) << "trainer " << trainer_id_
-                      << " holds init/lock: initializing the parameters";
-      return true;
-    }
-    if (deadline.Expired()) {
-      return Status::TimedOut("parameters not initialized by init_wait_ms: " +
-                              lock.status().ToString());
-    }
-    PauseMs(200);
+    : store_(store), trainer_id_(trainer_id) {
+  if (store_) {
+    store_election_ = std::make_unique<coord::InitElection>(
+        store_,
+        coord::InitElectionOptions{"trainer " + std::to_string(trainer_id_)});
   }
 }
+
+InitElection::~InitElection() = default;
 
 Result<bool> InitElection::TakeGrant(PServerConnection& s, Deadline deadline) {
   for (;;) {
@@ -72,9 +45,12 @@ Result<bool> InitElection::Begin(
     bool selected,
     const std::vector<std::unique_ptr<PServerConnection>>& pservers,
     Deadline deadline) {
-  if (store_) {
-    FABPS_ASSIGN_OR_RETURN(bool won, WinStore(deadline));
+  if (store_election_) {
+    FABPS_ASSIGN_OR_RETURN(bool won, store_election_->Begin(deadline));
     if (!won) return false;
+    store_won_ = true;
+    FABPS_LOG(INFO) << "trainer " << trainer_id_
+                    << " holds init/lock: initializing the parameters";
   } else if (!selected) {
     return false;
   }
@@ -93,20 +69,16 @@ Result<bool> InitElection::Begin(
 }
 
 void InitElection::Done() {
-  if (!store_ || !lock_) return;
-  auto r = store_->Put(kInitDone, "trainer " + std::to_string(trainer_id_),
-                       coord::kNoLease, store_->DefaultDeadline());
-  if (!r.ok()) {
-    FABPS_LOG(WARNING) << "putting init/done: " << r.status().ToString();
-  }
-  (void)lock_->Release(store_->DefaultDeadline());
-  lock_.reset();
+  if (!store_won_) return;
+  store_won_ = false;
+  Status s = store_election_->Done(store_->DefaultDeadline());
+  if (!s.ok()) FABPS_LOG(WARNING) << "putting init/done: " << s.ToString();
 }
 
 void InitElection::Abandon() {
-  if (!store_ || !lock_) return;
-  (void)lock_->Release(store_->DefaultDeadline());
-  lock_.reset();
+  if (!store_won_) return;
+  store_won_ = false;
+  store_election_->Abandon(store_->DefaultDeadline());
 }
 
 }  // namespace fabps::trainer

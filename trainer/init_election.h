@@ -2,11 +2,12 @@
 // protocol, decided in one place per setup:
 //
 //   - With a coordination store (the trainers and the pservers use the
-//     same one), the store decides: the trainer that holds the leased key
-//     init/lock initializes; init/done (put by the initializer when it has
-//     finished) ends the question. When the initializer dies its lease runs
-//     out and a waiting trainer takes init/lock over. The pservers do not
-//     decide: a pserver started with --store grants BeginInitParams to
+//     same one), the store decides, through the coordination protocol's
+//     election (coord/protocol/init_election.h): the trainer that holds the
+//     leased key init/lock initializes; init/done (put by the initializer
+//     when it has finished) ends the question. When the initializer dies its
+//     lease runs out and a waiting trainer takes init/lock over. The pservers
+//     do not decide: a pserver started with --store grants BeginInitParams to
 //     whoever asks (the elected trainer; a stale holder's partial work is
 //     dropped and its later init calls fail) and only refuses a second
 //     layout (ALREADY_INITIALIZED once initialized or recovered).
@@ -30,7 +31,7 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
-#include "coord/lease_lock.h"
+#include "coord/protocol/init_election.h"
 #include "coord/store.h"
 #include "trainer/pserver_connection.h"
 
@@ -59,16 +60,14 @@ class InitElection {
   void Abandon();
 
  private:
-  // Store part: true when this trainer holds init/lock, false when
-  // init/done exists.
-  Result<bool> WinStore(Deadline deadline);
   // Asks `ps` for its init grant until it answers GRANTED (true) or
   // ALREADY_INITIALIZED (false), or `deadline` passes.
   Result<bool> TakeGrant(PServerConnection& ps, Deadline deadline);
 
   coord::Store* store_;
   int64_t trainer_id_;
-  std::unique_ptr<coord::LeaseLock> lock_;  // init/lock while we initialize
+  std::unique_ptr<coord::InitElection> store_election_;  // with a store
+  bool store_won_ = false;  // between a won Begin and Done or Abandon
 };
 
 }  // namespace fabps::trainer

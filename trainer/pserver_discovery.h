@@ -1,11 +1,10 @@
 // PServerDiscovery: where the pservers of a job serve.
 //
 // Either a fixed list ("host:port" of pserver 0, 1, ...), or the job's
-// coordination store: ps/count gives their number and ps/<i>/addr pserver
-// i's address (published by fabps-pserver --store with its claim on the
-// index). Resolve waits until every index is published or the deadline
-// passes; each call reads the store again, so a pserver restarted elsewhere
-// is found.
+// coordination store, read with the coordination protocol's discovery
+// (coord/protocol/discovery.h: ps/count and every ps/<i>/addr, published by
+// fabps-pserver --store with its claim on the index). Each Resolve reads the
+// store again, so a pserver restarted elsewhere is found.
 //
 // Thread safety: one thread at a time (PServerClient serializes).
 #ifndef FABPS_TRAINER_PSERVER_DISCOVERY_H_
@@ -28,9 +27,9 @@ class PServerDiscovery {
   // Looks the pservers up in `store` (not null).
   explicit PServerDiscovery(std::unique_ptr<coord::Store> store);
 
-  // The addresses, pserver 0 first. Unavailable (with what is missing) or
-  // the store's error when not all are known by `deadline`; Corruption for
-  // a bad ps/count.
+  // The addresses, pserver 0 first. With a store, waits until every index
+  // is published: TimedOut (saying what is missing) at `deadline`,
+  // Corruption for a bad ps/count.
   Result<std::vector<std::string>> Resolve(Deadline deadline);
   // True when addresses may change between calls (a store).
   bool dynamic() const { return store_ != nullptr; }
@@ -38,9 +37,6 @@ class PServerDiscovery {
   coord::Store* store() const { return store_.get(); }
 
  private:
-  // One look at the store.
-  Result<std::vector<std::string>> ReadOnce();
-
   std::vector<std::string> fixed_;
   std::unique_ptr<coord::Store> store_;
 };

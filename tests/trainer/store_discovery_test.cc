@@ -13,6 +13,7 @@
 #include <thread>
 #include <vector>
 
+#include "coord/protocol/job_keys.h"
 #include "coord/store.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/subprocess.h"
@@ -95,8 +96,7 @@ class StoreDiscoveryTest : public ::testing::Test {
   // The number of checkpoints pserver `i` recorded (the version of
   // ps/<i>/checkpoint; 0 before the first).
   static int64_t Checkpoints(coord::Store* st, int i) {
-    auto kv = st->Get("ps/" + std::to_string(i) + "/checkpoint",
-                      Deadline::InMs(2000));
+    auto kv = st->Get(coord::keys::PsCheckpoint(i), Deadline::InMs(2000));
     return kv.ok() ? kv->version : 0;
   }
   // Waits up to 20 s until pserver `i` has recorded at least `n`
@@ -238,10 +238,10 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   ASSERT_TRUE(Push(clients[1].get(), 3.0f).ok());
   auto st = OpenStore("j");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  auto count = (*st)->Get("ps/count", Deadline::InMs(5000));
+  auto count = (*st)->Get(coord::keys::kPsCount, Deadline::InMs(5000));
   ASSERT_TRUE(count.ok());
   EXPECT_EQ(count->value, "2");
-  auto meta = (*st)->Get("ps/1/checkpoint", Deadline::InMs(5000));
+  auto meta = (*st)->Get(coord::keys::PsCheckpoint(1), Deadline::InMs(5000));
   ASSERT_TRUE(meta.ok()) << meta.status().ToString();
   EXPECT_NE(meta->value.find("dir="), std::string::npos);
   for (auto& p : ps) p.Stop(10000);
@@ -289,8 +289,8 @@ TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
   ASSERT_TRUE(w.ok());
   for (float v : *w) ASSERT_EQ(v, 50.0f - pushes);
   // The claims are still there, so a replacement would find them taken.
-  EXPECT_TRUE((*st)->Get("ps/0/addr", Deadline::InMs(5000)).ok());
-  EXPECT_TRUE((*st)->Get("ps/1/addr", Deadline::InMs(5000)).ok());
+  EXPECT_TRUE((*st)->Get(coord::keys::PsAddr(0), Deadline::InMs(5000)).ok());
+  EXPECT_TRUE((*st)->Get(coord::keys::PsAddr(1), Deadline::InMs(5000)).ok());
   for (auto& p : ps) p.Stop(10000);
 }
 
@@ -301,7 +301,7 @@ TEST_F(StoreDiscoveryTest, PserverWhoseLeaseIsLostStopsServing) {
   Subprocess p = StartPserver("j", 1);  // --lease-ttl 2
   auto st = OpenStore("j");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  ASSERT_TRUE(WaitForKey(st->get(), "ps/0/addr"));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(0)));
   ASSERT_TRUE(p.running());
   auto stopped = std::chrono::steady_clock::now();
   ASSERT_TRUE(etcd_->Stop().ok());
@@ -341,7 +341,7 @@ TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
   // Wait for a's claim (ps/count is put first).
   auto st = OpenStore("j");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
-  ASSERT_TRUE(WaitForKey(st->get(), "ps/count"));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::kPsCount));
   Subprocess b = StartPserver("j", 3);
   auto r = b.Wait(20000);
   ASSERT_TRUE(r.ok()) << "a pserver with the wrong count kept running";
