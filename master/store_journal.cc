@@ -12,10 +12,10 @@ namespace {
 
 // The keys are named in coord/protocol/job_keys.h; the layout under them
 // is this file's.
-constexpr const char* kJournalPrefix = coord::keys::kMasterJournalPrefix;
-constexpr const char* kPartsPrefix = coord::keys::kMasterPartsPrefix;
-constexpr const char* kHeadKey = coord::keys::kMasterSnapshotHead;
-constexpr const char* kSnapshotPrefix = coord::keys::kMasterSnapshotPrefix;
+constexpr const auto& kJournalPrefix = coord::keys::kMasterJournalPrefix;
+constexpr const auto& kPartsPrefix = coord::keys::kMasterPartsPrefix;
+constexpr const auto& kHeadKey = coord::keys::kMasterSnapshotHead;
+constexpr const auto& kSnapshotPrefix = coord::keys::kMasterSnapshotPrefix;
 constexpr char kHeadMagic[4] = {'F', 'S', 'H', '1'};
 constexpr uint64_t kMaxParts = 1 << 16;
 
