@@ -5,6 +5,7 @@
 #include <sys/resource.h>
 #include <sys/socket.h>
 #include <thrift/TApplicationException.h>
+#include <thrift/TConfiguration.h>
 #include <thrift/TProcessor.h>
 #include <thrift/concurrency/ThreadFactory.h>
 #include <thrift/concurrency/ThreadManager.h>
@@ -35,6 +36,7 @@ namespace fabps::rpc {
 namespace internal {
 
 using apache::thrift::TApplicationException;
+using apache::thrift::TConfiguration;
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::protocol::TProtocol;
 using apache::thrift::transport::TMemoryBuffer;
@@ -157,9 +159,14 @@ class GuardedSocket : public TSocket {
  public:
   friend class GuardedServerSocket;
   // `shared_fd`: the fd belongs to someone else and is never closed here.
+  // `config` bounds a single read (TSocket refuses reads past its maximum
+  // message size): at least the largest frame.
   GuardedSocket(int fd, std::shared_ptr<ConnectionGuard> guard,
-                bool shared_fd = false)
-      : TSocket(fd), guard_(std::move(guard)), fd_(fd), shared_fd_(shared_fd) {}
+                std::shared_ptr<TConfiguration> config, bool shared_fd = false)
+      : TSocket(fd, std::move(config)),
+        guard_(std::move(guard)),
+        fd_(fd),
+        shared_fd_(shared_fd) {}
   ~GuardedSocket() override {
     guard_->Forget(this);
     tls_.reset();
@@ -234,7 +241,7 @@ class GuardedSocket : public TSocket {
   const std::shared_ptr<ConnectionGuard> guard_;
   const int fd_;
   const bool shared_fd_;
-  std::unique_ptr<TlsSession> tls_;  // set before Admit, when TLS is on
+  std::unique_ptr<TlsSession> tls_;      // set before Admit, when TLS is on
   std::string peer_ = "(not accepted)";  // set before Admit, then constant
   std::atomic<bool> closing_{false};
   // Guarded by the guard's mu_.
@@ -298,6 +305,14 @@ bool ConnectionGuard::OnRead(GuardedSocket* s, const uint8_t* p, size_t n) {
   Clock::time_point now = Clock::now();
   int64_t announced = -1;
   int frames = s->in_.Feed(p, n, now, &announced);
+  if (announced == 0) {
+    // TNonblockingServer never serves an empty frame: it waits for one more
+    // byte and then closes. Counted as a request, the connection would wait
+    // for a reply forever, never idle, so never timed out nor evicted.
+    stats_.bad_frames++;
+    DoomLocked(s, SHUT_RDWR, "empty frame");
+    return false;
+  }
   if (announced >= 0 &&
       static_cast<uint64_t>(announced) <= o_.max_frame_bytes) {
     // The server allocates the frame once it knows the length: reserve it.
@@ -441,12 +456,18 @@ void ConnectionGuard::Warn(const std::string& what) {
 class GuardedServerSocket : public TNonblockingServerSocket {
  public:
   // `tls`: null for plain TCP.
-  GuardedServerSocket(const std::string& host, int port,
+  GuardedServerSocket(const std::string& host, int port, size_t max_frame_bytes,
                       std::shared_ptr<ConnectionGuard> guard,
                       std::shared_ptr<TlsContext> tls)
       : TNonblockingServerSocket(host, port),
         guard_(std::move(guard)),
-        tls_(std::move(tls)) {
+        tls_(std::move(tls)),
+        // TNonblockingServer reads a frame's body in one read() call, which
+        // TSocket refuses past its maximum message size (100 MiB by
+        // default): let it be the frame limit.
+        socket_config_(std::make_shared<TConfiguration>(
+            static_cast<int>(max_frame_bytes),
+            static_cast<int>(max_frame_bytes))) {
     int pair[2];
     if (::socketpair(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0,
                      pair) != 0) {
@@ -481,7 +502,7 @@ class GuardedServerSocket : public TNonblockingServerSocket {
     }
     std::shared_ptr<GuardedSocket> socket;
     if (fd >= 0) {
-      socket = std::make_shared<GuardedSocket>(fd, guard_);
+      socket = std::make_shared<GuardedSocket>(fd, guard_, socket_config_);
       socket->setCachedAddress(reinterpret_cast<sockaddr*>(&addr), len);
       socket->peer_ = socket->getPeerAddress() + ":" +
                       std::to_string(socket->getPeerPort());
@@ -499,8 +520,9 @@ class GuardedServerSocket : public TNonblockingServerSocket {
         // while descriptors are short.
         std::this_thread::sleep_for(std::chrono::milliseconds(2));
       }
-      socket = std::make_shared<GuardedSocket>(dead_end_fd_, guard_,
-                                               /*shared_fd=*/true);
+      socket =
+          std::make_shared<GuardedSocket>(dead_end_fd_, guard_, socket_config_,
+                                          /*shared_fd=*/true);
       refused = true;
     }
     guard_->Admit(socket.get(), refused);
@@ -510,6 +532,7 @@ class GuardedServerSocket : public TNonblockingServerSocket {
  private:
   const std::shared_ptr<ConnectionGuard> guard_;
   const std::shared_ptr<TlsContext> tls_;
+  const std::shared_ptr<TConfiguration> socket_config_;
   int spare_fd_ = -1;     // IO thread 0 only
   int dead_end_fd_ = -1;  // never handed over for good
 };
@@ -621,9 +644,14 @@ class GuardedProcessor : public apache::thrift::TProcessor {
       // InitConfig, globs of a dataset).
       binary->setContainerSizeLimit(std::min(limit, kMaxContainerElements));
     }
+    // The frame has passed max_frame_bytes, which may be above the buffer's
+    // default message size (100 MiB): the message may use all of the frame.
+    auto config = buffer->getConfiguration();
+    if (static_cast<uint32_t>(config->getMaxMessageSize()) < left) {
+      config->setMaxMessageSize(static_cast<int>(left));
+    }
     buffer->readEnd();  // resets the message size accounting, keeps the data
-    long max = buffer->getConfiguration()->getMaxMessageSize();
-    buffer->updateKnownMessageSize(std::min<long>(left, max));
+    buffer->updateKnownMessageSize(left);
   }
 
   static std::string PeerOf(GuardedSocket* socket) {
@@ -815,7 +843,7 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
   auto signal = std::make_shared<StartSignal>();
   try {
     auto socket = std::make_shared<internal::GuardedServerSocket>(
-        o.host, o.port, rs->guard_, tls);
+        o.host, o.port, o.max_frame_bytes, rs->guard_, tls);
     auto workers = ThreadManager::newSimpleThreadManager(
         static_cast<size_t>(o.worker_threads), o.max_queued_requests);
     workers->threadFactory(std::make_shared<ThreadFactory>());
