@@ -2,7 +2,7 @@
 // of thrift/pserver.thrift and thrift/master.thrift (what a server reads
 // from a client), the replies a client reads, and a whole message header
 // as the servers' processors read it. Bytes go through a TMemoryBuffer and
-// TBinaryProtocol with the limits thrift/rpc_server.cc sets per frame
+// TBinaryProtocol with the limits thrift/internal/guarded_processor.cc sets
 // (BoundByFrame; see ReaderOf). A decoded InitConfig goes on through
 // InitSpecFromThrift, which must validate it and return a Status.
 //
@@ -35,7 +35,7 @@ using apache::thrift::transport::TMemoryBuffer;
 namespace ps = fabps::rpc::pserver;
 namespace ms = fabps::rpc::master;
 
-// The limits thrift/rpc_server.cc's BoundByFrame sets for a frame: strings
+// The limits guarded_processor.cc's BoundByFrame sets for a frame: strings
 // and containers no longer than the bytes left in it, containers at most
 // 2^20 elements, and a message-size budget of those bytes. Here the frame is
 // the input. (With a fixed 16 MiB string limit, a length field alone made

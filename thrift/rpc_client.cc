@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "thrift/internal/auth_message.h"
 #include "thrift/job_token.h"
 #include "thrift/tls_socket.h"
 
@@ -98,38 +99,8 @@ namespace {
 // for transport errors.
 Status PresentToken(const FramedChannel& ch, const std::string& token,
                     const std::string& where) {
-  using apache::thrift::TApplicationException;
-  namespace tp = apache::thrift::protocol;
-  tp::TProtocol* p = ch.protocol.get();
-  p->writeMessageBegin(kAuthMethod, tp::T_CALL, 0);
-  p->writeStructBegin("Auth_args");
-  p->writeFieldBegin("token", tp::T_STRING, 1);
-  p->writeString(token);
-  p->writeFieldEnd();
-  p->writeFieldStop();
-  p->writeStructEnd();
-  p->writeMessageEnd();
-  p->getTransport()->writeEnd();
-  p->getTransport()->flush();
-  std::string name;
-  tp::TMessageType type;
-  int32_t seqid = 0;
-  p->readMessageBegin(name, type, seqid);
-  if (type == tp::T_EXCEPTION) {
-    TApplicationException x;
-    x.read(p);
-    p->readMessageEnd();
-    p->getTransport()->readEnd();
-    return Status::PermissionDenied(
-        where + " refused this process: " + std::string(x.what()));
-  }
-  p->skip(tp::T_STRUCT);
-  p->readMessageEnd();
-  p->getTransport()->readEnd();
-  if (type != tp::T_REPLY || name != kAuthMethod) {
-    return Status::Corruption(where + ": unexpected answer to fabps.Auth");
-  }
-  return Status::OK();
+  internal::WriteAuthCall(ch.protocol.get(), token);
+  return internal::ReadAuthReply(ch.protocol.get(), where);
 }
 
 }  // namespace
@@ -150,9 +121,8 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     if (tls_files.enabled()) {
       auto tls = TlsContext::ForClient(tls_files);
       if (!tls.ok()) return tls.status();
-      socket = std::make_shared<TlsClientSocket>(std::move(tls).value(),
-                                                 options.host, options.port,
-                                                 config);
+      socket = std::make_shared<TlsClientSocket>(
+          std::move(tls).value(), options.host, options.port, config);
     } else {
       socket = std::make_shared<TSocket>(options.host, options.port, config);
     }
@@ -164,8 +134,8 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     ch.transport = std::make_shared<TFramedTransport>(socket, config);
     // A reply's length fields cannot ask for more than a frame (strings)
     // or 2^20 elements (containers), as on the server side.
-    const int32_t frame_limit =
-        static_cast<int32_t>(std::min<size_t>(options.max_frame_bytes, INT32_MAX));
+    const int32_t frame_limit = static_cast<int32_t>(
+        std::min<size_t>(options.max_frame_bytes, INT32_MAX));
     ch.protocol = std::make_shared<TBinaryProtocol>(
         ch.transport, frame_limit, std::min<int32_t>(frame_limit, 1 << 20),
         /*strict_read=*/true, /*strict_write=*/true);

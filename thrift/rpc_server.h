@@ -9,7 +9,8 @@
 //
 // What a bad peer meets (every byte from outside is checked before use):
 //  - A frame longer than `max_frame_bytes` (or a length prefix like
-//    0x7fffffff) closes the connection before anything is allocated for it.
+//    0x7fffffff) closes the connection before anything is allocated for it,
+//    and so does an empty frame (length 0), which cannot hold a call.
 //  - Request frames being read at once may hold at most
 //    `max_pending_request_bytes` together; a frame that would pass it closes
 //    its connection.
@@ -118,6 +119,7 @@ struct RpcServerStats {
   uint64_t bad_requests = 0;        // answered with an error, then closed
   uint64_t over_pending_bytes = 0;  // frame over max_pending_request_bytes
   uint64_t tls_failures = 0;        // TLS handshake or record failed
+  uint64_t bad_frames = 0;          // empty frame (length 0), closed unanswered
 };
 
 class RpcServer {

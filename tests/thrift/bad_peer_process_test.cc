@@ -258,6 +258,22 @@ TEST_P(BadPeerTest, HugeLengthPrefix) {
   ExpectGoodClientServed("after huge length prefixes");
 }
 
+// An empty frame is never served by Thrift: the connection must be closed
+// at once, not held as a request in flight (which no timeout reaches).
+TEST_P(BadPeerTest, EmptyFramesAreClosedAtOnce) {
+  std::vector<RawSocket> socks;
+  for (int i = 0; i < 8; i++) {
+    socks.push_back(Open());
+    Send(socks.back(), w::U32(0));
+  }
+  for (size_t i = 0; i < socks.size(); i++) {
+    auto t = Clock::now();
+    EXPECT_TRUE(socks[i].WaitClosed(kPromptMs)) << "empty frame #" << i;
+    EXPECT_LT(MsSince(t), kPromptMs);
+  }
+  ExpectGoodClientServed("after empty frames");
+}
+
 TEST_P(BadPeerTest, WrongMethodNameIsAnsweredAndTheConnectionServesOn) {
   RawSocket s = Open();
   Send(s, w::Call("NoSuchMethod", w::Field(w::kString, 1) + w::U32(3) + "abc"));

@@ -205,6 +205,96 @@ TEST_F(RpcServerLimitsTest, BadRequestsAreCounted) {
   EXPECT_EQ(server_->stats().bad_requests, 2u);
 }
 
+// TNonblockingServer never serves a frame of length 0 (it waits for one more
+// byte, then closes), so such a peer must not be taken for one waiting for
+// its reply: that one is never timed out nor evicted, and max_connections of
+// them would lock every client out. The timeouts stay at their defaults
+// (10 s), far past the waits here: only the guard's refusal frees the slots.
+TEST_F(RpcServerLimitsTest, EmptyFramesHoldNoConnectionSlot) {
+  RpcServerOptions o;
+  o.max_connections = 4;
+  StartServer(o);
+  std::vector<RawSocket> bad;
+  for (int i = 0; i < 4; i++) {
+    bad.push_back(Open());
+    if (i == 0) {
+      // A used connection first (one the limit would evict last), then
+      // the empty frame.
+      ASSERT_TRUE(bad[0].Send(w::Call("Status")).ok());
+      ASSERT_EQ(bad[0].WaitForFrameOrClose(2000), RawSocket::Outcome::kReply);
+    }
+    if (i == 1) {
+      // The header a byte at a time.
+      for (int b = 0; b < 3; b++) {
+        ASSERT_TRUE(bad[1].Send(w::Byte(0)).ok());
+        ASSERT_EQ(bad[1].WaitForFrameOrClose(20), RawSocket::Outcome::kTimedOut)
+            << "closed before the header was whole";
+      }
+      ASSERT_TRUE(bad[1].Send(w::Byte(0)).ok());
+    } else {
+      ASSERT_TRUE(bad[i].Send(w::U32(0)).ok());
+    }
+  }
+  // A good client is served at once, and every bad peer is closed.
+  Status s = GoodCall();
+  EXPECT_TRUE(s.ok()) << s.ToString();
+  for (size_t i = 0; i < bad.size(); i++) {
+    EXPECT_TRUE(bad[i].WaitClosed(2000)) << "peer " << i << " still open";
+  }
+  EXPECT_EQ(server_->stats().timed_out, 0u);
+  EXPECT_EQ(server_->stats().bad_frames, 4u);
+}
+
+// Frames too short for a message header are still requests Thrift hands to
+// the processor: each is answered with an error, then closed (none may sit
+// counted as in flight like an empty one would).
+TEST_F(RpcServerLimitsTest, FramesShorterThanAMessageAreAnsweredThenClosed) {
+  StartServer({});
+  const std::string header = w::MessageHeader("Status", 1);
+  for (size_t n = 1; n < header.size(); n++) {
+    RawSocket s = Open();
+    ASSERT_TRUE(s.Send(w::Framed(header.substr(0, n))).ok());
+    std::string frame;
+    ASSERT_EQ(s.WaitForFrameOrClose(2000, &frame), RawSocket::Outcome::kReply)
+        << "frame of " << n << " bytes";
+    EXPECT_EQ(w::ParseReply(frame).exception_type,
+              apache::thrift::TApplicationException::PROTOCOL_ERROR)
+        << "frame of " << n << " bytes";
+    EXPECT_TRUE(s.WaitClosed(2000)) << "frame of " << n << " bytes";
+  }
+  EXPECT_EQ(server_->stats().bad_requests, header.size() - 1);
+  EXPECT_EQ(server_->stats().bad_frames, 0u);
+}
+
+// max_frame_bytes may pass Thrift's default message size (100 MiB, a
+// TConfiguration of each connection's buffer): a frame the limit admits must
+// be read whole, not refused part way as "MaxMessageSize reached".
+TEST_F(RpcServerLimitsTest, FramesUpToTheLimitAreReadPastThriftsDefault) {
+  RpcServerOptions o;
+  o.max_frame_bytes = size_t{112} << 20;
+  StartServer(o);
+  // An unknown method is skipped field by field, the string whole; the
+  // answer is UNKNOWN_METHOD and the connection serves on.
+  const uint32_t n = 101u << 20;
+  const std::string head =
+      w::MessageHeader("NoSuchMethod", 1) + w::Field(w::kString, 1) + w::U32(n);
+  std::string call = w::U32(static_cast<uint32_t>(head.size() + n + 1)) + head;
+  call.append(n, 'x');
+  call += w::Byte(0);  // the arguments' T_STOP
+  RawSocket s = Open();
+  ASSERT_TRUE(s.Send(call).ok());
+  std::string frame;
+  ASSERT_EQ(s.WaitForFrameOrClose(10000, &frame), RawSocket::Outcome::kReply);
+  w::Reply r = w::ParseReply(frame);
+  EXPECT_EQ(r.exception_type,
+            apache::thrift::TApplicationException::UNKNOWN_METHOD)
+      << r.message;
+  ASSERT_TRUE(s.Send(w::Call("Status")).ok());
+  ASSERT_EQ(s.WaitForFrameOrClose(2000, &frame), RawSocket::Outcome::kReply);
+  EXPECT_EQ(w::ParseReply(frame).message_type,
+            apache::thrift::protocol::T_REPLY);
+}
+
 // Out of file descriptors, accept() fails: the server must go on serving
 // (Thrift's own accept path threw out of the event loop and stopped it).
 TEST_F(RpcServerLimitsTest, RunningOutOfFileDescriptorsDoesNotStopServing) {
