@@ -2,17 +2,37 @@
 #ifndef FABPS_BASE_FILE_UTIL_H_
 #define FABPS_BASE_FILE_UTIL_H_
 
+#include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
+#include <string_view>
 
 #include "base/status.h"
 
 namespace fabps {
 
-// Writes `contents` to "<path>.tmp", fsyncs it and renames it over `path`,
-// so readers see either the old file or the whole new one.
-Status WriteFileAtomically(const std::string& path,
-                           const std::string& contents);
+// Durable replacement of a file: the new contents are written to a temporary
+// sibling "<dir>/.<name>.tmp" (TempPathFor), fsynced, renamed over `path`,
+// and the directory is fsynced, so readers see either the old file or the
+// whole new one, and once OK is returned a crash keeps the new one. On any
+// error the temporary file is removed and `path` is left as it was. Writers
+// of the same path must not run at once (they share the temporary name);
+// writers of different paths may.
+
+// Calls `fill` with a descriptor of the fresh (empty, 0644) temporary file;
+// `fill` writes the contents through it and must not close it.
+Status WriteFileDurably(const std::string& path,
+                        const std::function<Status(int fd)>& fill);
+// The same with the contents in memory.
+Status WriteFileAtomically(const std::string& path, std::string_view contents);
+// "<dir>/.<name>.tmp" for "<dir>/<name>" (".<name>.tmp" without a '/').
+std::string TempPathFor(const std::string& path);
+// fsyncs a directory, so that renames and creations inside it are durable.
+Status SyncDir(const std::string& dir);
+// write(2) of all `n` bytes, retrying on EINTR and short writes; errors
+// name `what`.
+Status WriteAll(int fd, const void* data, size_t n, const std::string& what);
 
 // A file opened read-only (O_CLOEXEC) and its size at opening; the caller
 // owns (closes) fd.

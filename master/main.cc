@@ -21,6 +21,7 @@
 #include <memory>
 #include <string>
 
+#include "base/cli.h"
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
@@ -213,14 +214,7 @@ int main(int argc, char** argv) {
                  "seconds: the leader lock's lease; a standby takes over "
                  "this long after the leader dies")
       ->check(CLI::Range(int64_t{2}, int64_t{600}));
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "fabps-master: %s\n", e.what());
-    return 2;
-  }
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::Status job = fabps::coord::ValidateJobName(f.job);
   if (!job.ok()) {
     std::fprintf(stderr, "fabps-master: --job: %s\n", job.message().c_str());

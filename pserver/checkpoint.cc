@@ -8,6 +8,7 @@
 #include <future>
 
 #include "base/crc32c.h"
+#include "base/file_util.h"
 #include "base/log.h"
 #include "pserver/byte_io.h"
 #include "pserver/file_io.h"
@@ -58,9 +59,11 @@ uint64_t NowUnixMs() {
           .count());
 }
 
-Status WriteFile(const Shard& shard, const std::string& tmp, uint64_t sequence,
-                 CheckpointInfo* info) {
-  FABPS_ASSIGN_OR_RETURN(AppendFile f, AppendFile::Create(tmp));
+// Writes the checkpoint through `fd` (base's WriteFileDurably syncs and
+// renames it); `name` names the file in errors.
+Status WriteFile(const Shard& shard, int fd, const std::string& name,
+                 uint64_t sequence, CheckpointInfo* info) {
+  AppendFile f(fd, name);
   const std::vector<uint32_t>& ids = shard.block_ids();
   std::string header;
   ByteWriter h(&header);
@@ -127,8 +130,7 @@ Status WriteFile(const Shard& shard, const std::string& tmp, uint64_t sequence,
   ft.U32(crc32c::Value(footer.data(), footer.size()));
   FABPS_RETURN_IF_ERROR(f.Append(footer.data(), footer.size()));
   info->bytes = f.bytes_written();
-  FABPS_RETURN_IF_ERROR(f.Sync());
-  return f.Close();
+  return f.Flush();
 }
 
 // One pass over a checkpoint file. With restore == false it only checks;
@@ -283,16 +285,13 @@ Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
                                        const std::string& dir,
                                        uint64_t sequence) {
   const std::string name = FileName(shard.index(), sequence);
-  const std::string tmp = dir + "/." + name + ".tmp";
   CheckpointInfo info;
   info.path = dir + "/" + name;
   info.sequence = sequence;
-  Status s = WriteFile(shard, tmp, sequence, &info);
-  if (s.ok()) s = RenameDurably(tmp, info.path);
-  if (!s.ok()) {
-    RemoveFile(tmp);
-    return s.WithContext("checkpoint " + info.path);
-  }
+  Status s = WriteFileDurably(info.path, [&](int fd) {
+    return WriteFile(shard, fd, TempPathFor(info.path), sequence, &info);
+  });
+  if (!s.ok()) return s.WithContext("checkpoint " + info.path);
   return info;
 }
 

@@ -1,7 +1,8 @@
-// Plain POSIX files for checkpoints: a buffered appender that can fsync, a
-// sequential reader that reports short reads, and the directory calls the
-// write-to-temp-then-rename protocol needs. Every failure is a Status from
-// PosixError naming the path.
+// Plain POSIX files for checkpoints: a buffered appender, a sequential
+// reader that reports short reads, and the directory listing and removal the
+// rotation needs. The durable write-to-temp-then-rename protocol is base's
+// WriteFileDurably (base/file_util.h). Every failure is a Status naming the
+// path.
 //
 // Thread safety: one object per thread; the free functions are thread-safe.
 #ifndef FABPS_PSERVER_FILE_IO_H_
@@ -16,30 +17,29 @@
 
 namespace fabps::pserver {
 
+// Buffered appends to a descriptor the caller owns (and keeps open while
+// this object lives), e.g. the one base's WriteFileDurably lends. `name`
+// only names the file in errors.
 class AppendFile {
  public:
-  // Creates or truncates `path` (mode 0644).
-  static Result<AppendFile> Create(const std::string& path);
-  AppendFile(AppendFile&& other) noexcept;
-  AppendFile& operator=(AppendFile&&) = delete;
+  AppendFile(int fd, std::string name);
   AppendFile(const AppendFile&) = delete;
-  ~AppendFile();  // closes without syncing if Close was not called
+  AppendFile& operator=(const AppendFile&) = delete;
+  // Drops what Flush has not written: call Flush first.
+  ~AppendFile() = default;
 
   // Small appends are gathered in a 1 MiB buffer; large ones go straight
   // to write(2).
   Status Append(const void* data, size_t n);
-  // Flushes the buffer and fsyncs the file.
-  Status Sync();
-  Status Close();
+  // Writes out the buffer (no fsync: the owner of the descriptor syncs).
+  Status Flush();
   uint64_t bytes_written() const { return written_ + buf_.size(); }
 
  private:
-  AppendFile(int fd, std::string path);
-  Status Flush();
-  Status WriteAll(const void* data, size_t n);
+  Status WriteOut(const void* data, size_t n);
 
   int fd_ = -1;
-  std::string path_;
+  std::string name_;
   std::vector<char> buf_;
   uint64_t written_ = 0;
 };
@@ -66,10 +66,6 @@ class ReadFile {
   uint64_t pos_ = 0;
 };
 
-// fsyncs a directory, so that a rename inside it is durable.
-Status SyncDir(const std::string& dir);
-// rename(2), then SyncDir of the target's directory.
-Status RenameDurably(const std::string& from, const std::string& to);
 // Names (not paths) of the entries of `dir`.
 Result<std::vector<std::string>> ListDir(const std::string& dir);
 Status RemoveFile(const std::string& path);

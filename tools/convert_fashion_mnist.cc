@@ -10,10 +10,10 @@
 #include <cstdio>
 #include <string>
 
+#include "base/cli.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "recordio/format.h"
-#include "tools/cli_util.h"
 #include "tools/shard_writer.h"
 
 namespace fabps::tools {
@@ -126,7 +126,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "zstd"}));
   app.add_option("--chunk-kib", chunk_kib, "chunk size in KiB")
       ->check(CLI::Range(1, 262143));
-  int rc = tools::ParseFlags(app, argc, argv);
+  int rc = ParseFlags(app, argc, argv);
   if (rc >= 0) return rc;
   if (name.empty()) name = "fashion-mnist-" + split;
   std::string prefix = input_dir + "/" + (split == "train" ? "train" : "t10k");

@@ -9,11 +9,11 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "recordio/reader.h"
 #include "recordio/scanner.h"
-#include "tools/cli_util.h"
 #include "tools/shard_writer.h"
 
 namespace fabps::tools {
@@ -104,7 +104,7 @@ int main(int argc, char** argv) {
       ->check(CLI::IsMember({"none", "zstd"}));
   app.add_option("--chunk-kib", chunk_kib, "chunk size in KiB")
       ->check(CLI::Range(1, 262143));
-  int rc = tools::ParseFlags(app, argc, argv);
+  int rc = ParseFlags(app, argc, argv);
   if (rc >= 0) return rc;
   recordio::WriterOptions wopts;
   wopts.compression = recordio::ParseCompression(compression).value();

@@ -9,6 +9,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/log.h"
 #include "fabps_config.h"
 #include "transport/fabric.h"
@@ -123,7 +124,7 @@ int main(int argc, char** argv) {
                  "address for providers that bind to an interface");
   app.add_option("-p,--provider", check,
                  "also run a loopback RMA write/read through this provider");
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
 
   std::printf("fabps %s doctor\n\n", FABPS_VERSION);

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "transport/ofi/ofi_fabric.h"
+#include "transport/ofi/ofi_factory.h"
 
 namespace fabps::transport {
 namespace {
@@ -68,8 +68,29 @@ const std::vector<std::string>& KnownProviders() {
   return kNames;
 }
 
+namespace {
+
+// The backends compiled in, each through the one factory its folder exports.
+struct Backend {
+  const char* name;
+  Result<std::unique_ptr<Fabric>> (*create)(const FabricOptions&);
+};
+constexpr Backend kBackends[] = {
+    {"ofi", &ofi::CreateOfiFabric},
+};
+
+}  // namespace
+
 Result<std::unique_ptr<Fabric>> OpenFabric(const FabricOptions& options) {
-  return ofi::OpenOfiFabric(options);
+  for (const Backend& b : kBackends) {
+    if (options.backend == b.name) return b.create(options);
+  }
+  std::string built;
+  for (const Backend& b : kBackends) {
+    built += std::string(built.empty() ? "" : ", ") + b.name;
+  }
+  return Status::InvalidArgument("unknown fabric backend '" + options.backend +
+                                 "'; built: " + built);
 }
 
 }  // namespace fabps::transport

@@ -75,6 +75,9 @@ enum class ProgressMode {
 };
 
 struct FabricOptions {
+  // The backend that implements the fabric: "ofi" (libfabric, the one built
+  // today). OpenFabric refuses other names, listing the built ones.
+  std::string backend = "ofi";
   // "verbs;ofi_rxm", "tcp;ofi_rxm", "shm", "sockets", or "auto": verbs when an
   // RDMA device answers, else tcp; the choice and its reason are logged and
   // available from Fabric::choice_reason().
@@ -243,8 +246,9 @@ class Fabric {
   virtual RegistrationCache& cache() = 0;
 };
 
-// Opens a fabric by provider name. An unknown or non-working name gives
-// InvalidArgument listing the providers that work on this machine.
+// Opens a fabric of options.backend by provider name. An unknown backend, or
+// an unknown or non-working provider name, gives InvalidArgument listing the
+// backends built or the providers that work on this machine.
 Result<std::unique_ptr<Fabric>> OpenFabric(const FabricOptions& options);
 
 // Provider names fabps knows, in order of preference for "auto".

@@ -16,6 +16,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "master/store_journal.h"
 #include "master/task_dispatcher.h"
 #include "recordio/writer.h"
@@ -210,14 +211,7 @@ int main(int argc, char** argv) {
   app.add_flag("!--no-in-process", in_process, "skip the in-process table");
   app.add_flag("--etcd", etcd,
                "run the master on a fresh etcd instead of the local store");
-  try {
-    app.parse(argc, argv);
-  } catch (const CLI::CallForHelp& e) {
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "fabps_master_bench: %s\n", e.what());
-    return 2;
-  }
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::testing::TempDir dir;
   std::string glob = fabps::MakeDataset(dir.path(), chunks);
   if (glob.empty()) return 1;

@@ -33,6 +33,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/log.h"
 #include "bench/trainer/pserver_processes.h"
 #include "trainer/pserver_client.h"
@@ -387,7 +388,7 @@ int main(int argc, char** argv) {
                "unless given");
   app.add_flag("!--no-verify", o.verify,
                "skip checking the parameters after the run");
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   if (o.quick) {
     if (app.count("--sizes") == 0) o.sizes = "4,64";
     if (app.count("--trainers") == 0) o.trainers = "1,2";

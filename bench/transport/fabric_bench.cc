@@ -22,6 +22,7 @@
 #include <string>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/log.h"
 #include "bench/transport/oob.h"
 #include "transport/fabric.h"
@@ -461,7 +462,7 @@ int main(int argc, char** argv) {
   app.add_flag("--json", o.json, "one JSON object per result row");
   app.add_flag("!--no-verify", o.verify, "skip checking the data");
   app.add_option("server", o.server, "the server's host (client side)");
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
   fabps::Status s = fabps::bench::Run(o);
   if (!s.ok()) {

@@ -53,30 +53,4 @@ Status ReadSmallFile(const std::string& path, uint64_t max, std::string* out) {
   return s;
 }
 
-Status FsyncDir(const std::string& dir) {
-  int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) return PosixError("open dir " + dir, errno);
-  int rc = ::fsync(fd);
-  int err = errno;
-  ::close(fd);
-  return rc == 0 ? Status::OK() : PosixError("fsync dir " + dir, err);
-}
-
-// Writes `bytes` to `path` atomically: a temporary file, fsync, rename, fsync
-// of the directory.
-Status WriteFileAtomically(const std::string& dir, const std::string& name,
-                           const std::string& bytes) {
-  std::string tmp = dir + "/" + name + ".tmp";
-  int fd = ::open(tmp.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return PosixError("create " + tmp, errno);
-  Status s = PwriteAll(fd, bytes, 0, tmp);
-  if (s.ok() && ::fsync(fd) != 0) s = PosixError("fsync " + tmp, errno);
-  ::close(fd);
-  if (s.ok() && ::rename(tmp.c_str(), (dir + "/" + name).c_str()) != 0) {
-    s = PosixError("rename " + tmp, errno);
-  }
-  if (s.ok()) s = FsyncDir(dir);
-  return s;
-}
-
 }  // namespace fabps::coord::local

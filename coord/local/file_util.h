@@ -1,6 +1,6 @@
 // Small POSIX file helpers of the local store (internal to coord/local/):
-// whole reads and writes that retry on EINTR and short transfers, and the
-// atomic replace of a file (temporary, fsync, rename, fsync of the directory).
+// whole reads and writes that retry on EINTR and short transfers. The
+// durable replacement of a file is base/file_util.h's WriteFileAtomically.
 // Errors are Statuses naming the file; a short read is kCorruption (the file
 // is shorter than its own metadata says).
 #ifndef FABPS_COORD_LOCAL_FILE_UTIL_H_
@@ -21,10 +21,6 @@ Status PwriteAll(int fd, const std::string& data, off_t off,
                  const std::string& what);
 // Reads all of `path`; kCorruption when it is larger than `max` bytes.
 Status ReadSmallFile(const std::string& path, uint64_t max, std::string* out);
-Status FsyncDir(const std::string& dir);
-// Replaces `dir`/`name` with `bytes` atomically and durably.
-Status WriteFileAtomically(const std::string& dir, const std::string& name,
-                           const std::string& bytes);
 
 }  // namespace fabps::coord::local
 

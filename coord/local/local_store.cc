@@ -16,6 +16,7 @@
 
 #include "base/check.h"
 #include "base/crc32c.h"
+#include "base/file_util.h"
 #include "base/log.h"
 #include "coord/keyspace.h"
 #include "coord/lease_keeper.h"
@@ -286,7 +287,7 @@ Status LocalStore::CreateFreshLocked() {
   if (fd < 0) return PosixError("create " + LogPath(1), errno);
   ::close(fd);
   State empty;
-  return WriteFileAtomically(dir_, "SNAPSHOT", empty.EncodeSnapshot(1));
+  return fabps::WriteFileAtomically(snapshot_path_, empty.EncodeSnapshot(1));
 }
 
 Status LocalStore::Open() {
@@ -503,8 +504,8 @@ void LocalStore::MaybeCompactLocked() {
     ::close(fd);
     if (rc != 0) return PosixError("fsync " + LogPath(next), errno);
     // The commit point: from here on SNAPSHOT names the new generation.
-    FABPS_RETURN_IF_ERROR(
-        WriteFileAtomically(dir_, "SNAPSHOT", state_.EncodeSnapshot(next)));
+    FABPS_RETURN_IF_ERROR(fabps::WriteFileAtomically(
+        snapshot_path_, state_.EncodeSnapshot(next)));
     struct stat st;
     if (::stat(snapshot_path_.c_str(), &st) != 0)
       return PosixError("stat " + snapshot_path_, errno);

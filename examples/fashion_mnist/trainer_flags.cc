@@ -3,8 +3,8 @@
 #include <cstdio>
 #include <map>
 
+#include "base/cli.h"
 #include "coord/store.h"
-#include "tools/cli_util.h"
 
 namespace fabps::examples::fashion_mnist {
 namespace {
@@ -115,7 +115,7 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                  "deadline of each pserver call, ms")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
 
-  int rc = tools::ParseFlags(app, argc, argv);
+  int rc = ParseFlags(app, argc, argv);
   if (rc >= 0) return rc;
 
   if (c->master.empty() && c->store.empty()) {

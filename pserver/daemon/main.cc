@@ -32,6 +32,7 @@
 #include <string>
 #include <thread>
 
+#include "base/cli.h"
 #include "base/file_util.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
@@ -328,7 +329,7 @@ int main(int argc, char** argv) {
   app.add_option("--lease-ttl", f.lease_ttl_s,
                  "seconds: the index claim's lease (with --store)")
       ->check(CLI::Range(int64_t{2}, int64_t{600}));
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   f.index_given = app.count("--index") > 0;
   if (!f.store.empty()) {
     fabps::Status job = fabps::coord::ValidateJobName(f.job);

@@ -374,6 +374,21 @@ TEST(Fabric, UnknownProviderListsWorkingOnes) {
       << f.status().ToString();
 }
 
+// The backend is chosen by name through the factories of the backend
+// folders; a name no folder exports is refused with the built ones listed.
+TEST(Fabric, UnknownBackendListsBuiltOnes) {
+  FabricOptions o;
+  o.backend = "no-such-backend";
+  o.provider = "tcp;ofi_rxm";
+  auto f = OpenFabric(o);
+  ASSERT_FALSE(f.ok());
+  EXPECT_EQ(f.status().code(), Status::Code::kInvalidArgument);
+  EXPECT_NE(f.status().message().find("no-such-backend"), std::string::npos)
+      << f.status().ToString();
+  EXPECT_NE(f.status().message().find("built: ofi"), std::string::npos)
+      << f.status().ToString();
+}
+
 TEST(Fabric, AutoSaysWhatItChoseAndWhy) {
   FabricOptions o;
   o.provider = "auto";

@@ -36,6 +36,7 @@
 #include <thread>
 #include <vector>
 
+#include "base/cli.h"
 #include "base/file_util.h"
 #include "base/log.h"
 #include "thrift/rpc_client.h"
@@ -685,7 +686,7 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
-  CLI11_PARSE(app, argc, argv);
+  if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   if (f.run_dir.empty()) f.run_dir = "runs/" + fabps::launch::Now();
   f.run_dir = fs::absolute(f.run_dir).string();
   if (f.data_dir.empty()) {

@@ -130,7 +130,7 @@ Result<std::unique_ptr<Endpoint>> OfiFabric::CreateEndpoint(ProgressMode mode) {
   return OfiEndpoint::Create(this, options_, mode);
 }
 
-Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options) {
+Result<std::unique_ptr<Fabric>> CreateOfiFabric(const FabricOptions& options) {
   std::string chosen = options.provider;
   std::string reason;
   fi_info* info = nullptr;

@@ -1,5 +1,6 @@
 // The libfabric backend of transport::Fabric. Callers use OpenFabric() from
-// transport/fabric.h; this header is for the backend's own files and tests.
+// transport/fabric.h, which reaches this backend through ofi_factory.h; this
+// header is for the backend's own files, its tests and fabps-doctor.
 #ifndef FABPS_TRANSPORT_OFI_OFI_FABRIC_H_
 #define FABPS_TRANSPORT_OFI_OFI_FABRIC_H_
 
@@ -11,6 +12,7 @@
 #include <string>
 
 #include "transport/fabric.h"
+#include "transport/ofi/ofi_factory.h"
 #include "transport/registration_cache.h"
 
 namespace fabps::transport::ofi {
@@ -49,7 +51,7 @@ class OfiFabric final : public Fabric {
   size_t transfer_limit() const { return transfer_limit_; }
 
  private:
-  friend Result<std::unique_ptr<Fabric>> OpenOfiFabric(
+  friend Result<std::unique_ptr<Fabric>> CreateOfiFabric(
       const FabricOptions& options);
   OfiFabric() = default;
 
@@ -64,8 +66,6 @@ class OfiFabric final : public Fabric {
       1};  // keys we choose when the provider does not
   std::unique_ptr<RegistrationCache> cache_;
 };
-
-Result<std::unique_ptr<Fabric>> OpenOfiFabric(const FabricOptions& options);
 
 }  // namespace fabps::transport::ofi
 
