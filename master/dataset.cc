@@ -2,11 +2,36 @@
 
 #include <glob.h>
 
+#include <cerrno>
+#include <cstring>
 #include <set>
 
 #include "recordio/reader.h"
 
 namespace fabps::master {
+namespace {
+
+// glob(3) reports unreadable directories through a callback without a
+// context pointer: the first one of this thread's current glob lands here.
+struct GlobFailure {
+  std::string path;
+  int error = 0;
+};
+thread_local GlobFailure* current_failure = nullptr;
+
+// A directory that does not exist (or is a file) only means the pattern
+// matches nothing there: glob goes on and ends in GLOB_NOMATCH, which is
+// NotFound. Any other error (permission, I/O) stops it.
+int OnGlobError(const char* path, int error) {
+  if (error == ENOENT || error == ENOTDIR) return 0;
+  if (current_failure != nullptr && current_failure->error == 0) {
+    current_failure->path = path;
+    current_failure->error = error;
+  }
+  return 1;
+}
+
+}  // namespace
 
 Result<std::vector<TaskDef>> BuildTasks(const std::vector<std::string>& globs,
                                         int chunks_per_task) {
@@ -22,14 +47,20 @@ Result<std::vector<TaskDef>> BuildTasks(const std::vector<std::string>& globs,
       return Status::InvalidArgument("glob is empty or too long");
     }
     glob_t g{};
-    int rc = ::glob(pattern.c_str(), GLOB_ERR, nullptr, &g);
+    GlobFailure failure;
+    current_failure = &failure;
+    int rc = ::glob(pattern.c_str(), 0, OnGlobError, &g);
+    current_failure = nullptr;
     if (rc == GLOB_NOMATCH) {
       globfree(&g);
       return Status::NotFound("dataset glob '" + pattern + "' matches no file");
     }
     if (rc != 0) {
       globfree(&g);
-      return Status::IOError("dataset glob '" + pattern + "' failed");
+      std::string why = failure.error != 0 ? ": " + failure.path + ": " +
+                                                 std::strerror(failure.error)
+                                           : std::string(" failed");
+      return Status::IOError("dataset glob '" + pattern + "'" + why);
     }
     for (size_t i = 0; i < g.gl_pathc; ++i) {
       std::string f = g.gl_pathv[i];

@@ -4,9 +4,11 @@
 // `chunks_per_task` chunks (the last task of the dataset may be smaller; a
 // task may span files).
 //
-// Errors: NotFound when a glob matches nothing, Corruption (file, offset and
-// failed check) when a file's headers fail validation, InvalidArgument when
-// there are no chunks at all or too many.
+// Errors: NotFound when a glob matches nothing (also when a directory it
+// names does not exist), IOError naming the directory when one cannot be
+// read, Corruption (file, offset and failed check) when a file's headers
+// fail validation, InvalidArgument when there are no chunks at all or too
+// many.
 //
 // Thread safety: a pure function of the file system.
 #ifndef FABPS_MASTER_DATASET_H_

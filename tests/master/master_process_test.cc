@@ -244,6 +244,34 @@ TEST_F(MasterProcessTest, DifferentDatasetRefusedClearly) {
   EXPECT_NE(err.message.find("already set"), std::string::npos);
 }
 
+// The IDL promises NOT_FOUND for a glob that matches nothing; a glob in a
+// directory that does not exist is such a glob (UNAVAILABLE would make the
+// client retry for its whole deadline).
+TEST_F(MasterProcessTest, GlobInMissingDirectoryIsNotFound) {
+  StartMaster({});
+  auto c = Connect(master_.port);
+  for (const std::string& glob :
+       {dir_.File("no-such-dir/*"), dir_.File("no-such-dir/sub/part-*"),
+        dir_.File("none-*")}) {
+    gen::MasterError err;
+    bool threw = false;
+    Status s = c->Call("SetDataset", [&](gen::MasterClient& m) {
+      try {
+        m.SetDataset({glob});
+      } catch (const gen::MasterError& e) {
+        err = e;
+        threw = true;
+      }
+    });
+    ASSERT_TRUE(s.ok()) << s.ToString();
+    ASSERT_TRUE(threw) << glob;
+    EXPECT_EQ(err.code, gen::ErrorCode::NOT_FOUND)
+        << glob << ": " << err.message;
+    EXPECT_NE(err.message.find(glob), std::string::npos) << err.message;
+  }
+  EXPECT_FALSE(GetStatus(c.get()).has_dataset);
+}
+
 // Raw bytes to the master's port, then check it still serves.
 void SendRaw(int port, const std::string& bytes) {
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
