@@ -374,6 +374,45 @@ TEST_P(PServerClientTest, SaveModelHasADeadline) {
   EXPECT_FALSE(std::filesystem::is_empty(dir));
 }
 
+// The init calls keep their deadlines: a passed one sends nothing and a
+// later call finishes; a trainer that waits for the holder's grant times
+// out at its deadline.
+TEST_P(PServerClientTest, InitCallsKeepTheirDeadlines) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->BeginInitParams(true, Deadline::InMs(kMs)).value());
+  auto specs = Specs();
+  std::vector<std::vector<float>> values(specs.size());
+  for (size_t p = 0; p < specs.size(); p++) {
+    values[p].resize(Elements(specs[p]));
+    for (size_t i = 0; i < values[p].size(); i++)
+      values[p][i] = InitValue(p, i);
+    ASSERT_TRUE((*c)->InitParam(specs[p], values[p].data(),
+                                values[p].size() * sizeof(float))
+                    .ok());
+  }
+  EXPECT_EQ((*c)->FinishInitParams(Deadline::InMs(0)).code(),
+            Status::Code::kTimedOut);
+  // The grant is still held: another selected trainer waits, until its
+  // deadline.
+  auto other = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(
+      (*other)->BeginInitParams(true, Deadline::InMs(300)).status().code(),
+      Status::Code::kTimedOut);
+  Status s = (*c)->FinishInitParams(Deadline::InMs(kMs));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE((*other)->BeginInitParams(true, Deadline::InMs(kMs)).value());
+  std::vector<float> got(values[2].size(), -1);
+  ASSERT_TRUE((*other)
+                  ->GetParams({{"many", got.data(), got.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  EXPECT_EQ(got, values[2]);
+}
+
 INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
                          ::testing::Values("tcp;ofi_rxm", "shm"),
                          [](const ::testing::TestParamInfo<std::string>& i) {
