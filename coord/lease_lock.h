@@ -21,8 +21,9 @@
 //
 // Thread safety: held(), Fence(), lease() and key() from any thread; Release
 // and the destructor from one. The Store must outlive the lock. Destroying a
-// lock without Release leaves the key to expire with its lease (a crash looks
-// the same to the others).
+// lock without Release does not free the key: the Store keeps renewing its
+// lease until the Store itself is destroyed, then the key expires with the
+// lease after its TTL (as after a crash).
 #ifndef FABPS_COORD_LEASE_LOCK_H_
 #define FABPS_COORD_LEASE_LOCK_H_
 

@@ -156,6 +156,10 @@ const char* fabps_master_client_last_error(const fabps_master_client* c) {
   return c == nullptr ? "NULL handle" : c->last_error.c_str();
 }
 
+int64_t fabps_master_client_trainer_id(const fabps_master_client* c) {
+  return c == nullptr ? 0 : c->client->trainer_id();
+}
+
 void fabps_release_master_client(fabps_master_client* c) { delete c; }
 
 }  // extern "C"

@@ -97,6 +97,9 @@ int fabps_request_save_model(fabps_master_client* c, int64_t block_ms);
 /* Text of the last error on `c` ("" if none). */
 const char* fabps_master_client_last_error(const fabps_master_client* c);
 
+/* This trainer's id (the random one when 0 was given); 0 for NULL. */
+int64_t fabps_master_client_trainer_id(const fabps_master_client* c);
+
 /* Stops the background reader and frees `c` (NULL is fine). */
 void fabps_release_master_client(fabps_master_client* c);
 
@@ -158,8 +161,9 @@ void fabps_release_master_client(fabps_master_client* c);
  * reuse the addresses for other memory), call fabps_forget_buffer on it, or
  * release the client first.
  *
- * Deadlines: every call that may wait takes a timeout_ms in [0, 86400000]
- * (fabps_begin_init_params waits up to the options' init_wait_ms).
+ * Deadlines: every data call that may wait takes a timeout_ms in
+ * [0, 86400000]; fabps_begin_init_params and fabps_finish_init_params end
+ * within the options' init_wait_ms.
  *
  * Thread safety (the same rule as trainer::PServerClient): calls on one
  * client are serialized by a lock inside it, so a client may be used from
@@ -331,7 +335,8 @@ int fabps_init_param(fabps_pserver_client* c, const char* name,
 /* Builds the layout of the recorded parameters, sends it, the update rules
  * and the values to the pservers, and ends initialization. When the
  * pservers turn out to be initialized already, returns FABPS_OK too (their
- * parameters win). Needs at least one recorded parameter. */
+ * parameters win). Needs at least one recorded parameter. FABPS_ERR_TIMEOUT
+ * when init_wait_ms passes first (each RPC is bounded by rpc_timeout_ms). */
 int fabps_finish_init_params(fabps_pserver_client* c);
 
 /* Pushes the gradients of `n` (>= 0) parameters: names[i] with grads[i] of
@@ -398,6 +403,9 @@ int fabps_forget_buffer(fabps_pserver_client* c, const void* data,
 /* Text of the last error on `c` ("" if none; "NULL handle" for NULL), valid
  * until the next call on `c`. */
 const char* fabps_pserver_client_last_error(const fabps_pserver_client* c);
+
+/* This trainer's id (the random one when none was set); 0 for NULL. */
+int64_t fabps_pserver_client_trainer_id(const fabps_pserver_client* c);
 
 /* Closes the connections and frees `c` and every transfer handle of it not
  * yet waited for (NULL is fine). In-flight transfers are abandoned: their

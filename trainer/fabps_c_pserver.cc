@@ -635,6 +635,10 @@ const char* fabps_pserver_client_last_error(const fabps_pserver_client* c) {
   return c == nullptr ? "NULL handle" : c->last_error.c_str();
 }
 
+int64_t fabps_pserver_client_trainer_id(const fabps_pserver_client* c) {
+  return c == nullptr ? 0 : c->client->trainer_id();
+}
+
 void fabps_release_pserver_client(fabps_pserver_client* c) {
   if (c == nullptr) return;
   // The client (its endpoint and progress thread) goes before the handles

@@ -225,7 +225,15 @@ struct PServerClient::Impl {
     return handle;
   }
 
-  Status FinishInit() {
+  Status FinishInit(Deadline deadline) {
+    // Every RPC below starts only before `deadline`.
+    auto in_time = [&](const char* what) {
+      return deadline.Expired()
+                 ? Status::TimedOut(std::string("initialization not finished "
+                                                "by the deadline (at ") +
+                                    what + ")")
+                 : Status::OK();
+    };
     std::vector<ParamSpec> specs;
     for (const auto& p : init_params) specs.push_back(p.spec);
     FABPS_ASSIGN_OR_RETURN(Layout built,
@@ -234,6 +242,7 @@ struct PServerClient::Impl {
     pserver::InitSpec spec{built, options.default_rule, options.rules};
     ps::InitConfig config = pserver::InitSpecToThrift(spec);
     for (auto& s : conns) {
+      FABPS_RETURN_IF_ERROR(in_time("InitParams"));
       Status st = s->Call("InitParams", [&](ps::PServerClient& c) {
         c.InitParams(options.trainer_id, config);
       });
@@ -248,6 +257,7 @@ struct PServerClient::Impl {
       size_t esize = pserver::DTypeSize(p.spec.dtype);
       std::string values =
           p.values.substr(b.first_element * esize, b.num_elements * esize);
+      FABPS_RETURN_IF_ERROR(in_time("InitBlock"));
       FABPS_RETURN_IF_ERROR(
           conns[b.pserver]->Call("InitBlock", [&](ps::PServerClient& c) {
             c.InitBlock(options.trainer_id, static_cast<int32_t>(b.id), values);
@@ -255,6 +265,7 @@ struct PServerClient::Impl {
     }
     for (auto& s : conns) {
       bool first = false;
+      FABPS_RETURN_IF_ERROR(in_time("FinishInitParams"));
       FABPS_RETURN_IF_ERROR(
           s->Call("FinishInitParams", [&](ps::PServerClient& c) {
             first = c.FinishInitParams(options.trainer_id);
@@ -319,14 +330,17 @@ Result<std::unique_ptr<PServerClient>> PServerClient::Connect(
   return std::unique_ptr<PServerClient>(new PServerClient(std::move(impl)));
 }
 
-Result<bool> PServerClient::BeginInitParams(bool selected) {
+Result<bool> PServerClient::BeginInitParams(bool selected, Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
   Impl& m = *impl_;
-  FABPS_ASSIGN_OR_RETURN(
-      bool won, m.election->Begin(selected, m.conns,
-                                  Deadline::InMs(m.options.init_wait_ms)));
+  FABPS_ASSIGN_OR_RETURN(bool won,
+                         m.election->Begin(selected, m.conns, deadline));
   if (won) m.init_params.clear();
   return won;
+}
+
+Result<bool> PServerClient::BeginInitParams(bool selected) {
+  return BeginInitParams(selected, Deadline::InMs(impl_->options.init_wait_ms));
 }
 
 Status PServerClient::InitParam(const ParamSpec& spec, const void* data,
@@ -346,8 +360,12 @@ Status PServerClient::InitParam(const ParamSpec& spec, const void* data,
 }
 
 Status PServerClient::FinishInitParams() {
+  return FinishInitParams(Deadline::InMs(impl_->options.init_wait_ms));
+}
+
+Status PServerClient::FinishInitParams(Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
-  Status s = impl_->FinishInit();
+  Status s = impl_->FinishInit(deadline);
   // Let another trainer (or a later call) take the election over.
   if (!s.ok()) impl_->election->Abandon();
   return s;

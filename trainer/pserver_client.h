@@ -135,12 +135,17 @@ class PServerClient {
   // takes init/lock over and initializes instead. FinishInitParams puts
   // init/done and releases init/lock. Without a store pserver 0's grant
   // decides among the selected trainers (trainer/init_election.h). Waits
-  // up to init_wait_ms.
+  // until `deadline` (TimedOut); without one, init_wait_ms.
+  Result<bool> BeginInitParams(bool selected, Deadline deadline);
   Result<bool> BeginInitParams(bool selected);
   // Records a parameter and its initial values (copied).
   Status InitParam(const ParamSpec& spec, const void* data, size_t bytes);
   // Builds the layout from every InitParam, sends it and the values to the
   // pservers and ends initialization. "Already initialized" counts as OK.
+  // TimedOut when `deadline` (without one: init_wait_ms) passes before the
+  // last RPC started (each RPC is bounded by rpc_timeout_ms); the recorded
+  // parameters are kept, so a later call may finish.
+  Status FinishInitParams(Deadline deadline);
   Status FinishInitParams();
 
   // Pushes the gradients of the named parameters. Returns at once with a

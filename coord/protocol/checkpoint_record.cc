@@ -59,7 +59,8 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
   size_t pos = 0;
   int line = 0;
   while (pos < value.size()) {
-    line++;
+    if (++line > 4)
+      return Status::Corruption("checkpoint record: more than 4 lines");
     size_t end = value.find('\n', pos);
     if (end == std::string_view::npos)
       return Status::Corruption("checkpoint record: line " +
@@ -72,13 +73,11 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
     fields.emplace_back(l.substr(0, eq), l.substr(eq + 1));
     pos = end + 1;
   }
-  // The order is fixed: dir, [file, crc], time.
-  CheckpointRecord r;
-  bool with_file = fields.size() == 4;
-  const char* names[] = {"dir", "file", "crc", "time"};
-  std::vector<std::string_view> want = {names[0]};
-  if (with_file) want.insert(want.end(), {names[1], names[2]});
-  want.push_back(names[3]);
+  // The order is fixed: dir, [file, crc,] time.
+  const bool with_file = fields.size() == 4;
+  const std::vector<std::string_view> want =
+      with_file ? std::vector<std::string_view>{"dir", "file", "crc", "time"}
+                : std::vector<std::string_view>{"dir", "time"};
   if (fields.size() != want.size())
     return Status::Corruption(
         "checkpoint record: " + std::to_string(fields.size()) +
@@ -89,6 +88,7 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
                                 std::to_string(i + 1) + " is not " +
                                 std::string(want[i]) + "=");
   }
+  CheckpointRecord r;
   r.dir = std::string(fields[0].second);
   if (r.dir.empty()) return Status::Corruption("checkpoint record: empty dir");
   if (with_file) {

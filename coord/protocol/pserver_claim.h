@@ -23,9 +23,10 @@
 // lost: the store said it expired, or no renewal succeeded for a whole TTL.
 //
 // Thread safety: index(), held(), lease() from any thread; the rest from
-// one thread at a time. The Store must outlive the claim; destroying a
-// claim without Release leaves the index to expire with its lease (a crash
-// looks the same to the others).
+// one thread at a time. The Store must outlive the claim. Destroying a
+// claim without Release keeps the index taken while the Store lives (it
+// renews the lease); after the Store is gone the index expires with the
+// lease, as after a crash.
 #ifndef FABPS_COORD_PROTOCOL_PSERVER_CLAIM_H_
 #define FABPS_COORD_PROTOCOL_PSERVER_CLAIM_H_
 

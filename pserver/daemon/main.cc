@@ -8,19 +8,18 @@
 // --port-file once serving.
 //
 // With --store (a coordination store, coord/store.h) the pserver takes part
-// in the job's fault tolerance: it claims an index with a lease
-// (coord/protocol/pserver_claim.h; ps/<i>/lock, the first free i below
-// --num-pservers,
-// or exactly --index when given, waiting while the previous owner's lease
-// runs out), checks ps/count against --num-pservers, keeps its checkpoints in
-// <--checkpoint-dir>/ps-<i> (or where ps/<i>/checkpoint says the last owner
-// of the index kept them, when that directory is reachable), publishes
-// "host:port" under ps/<i>/addr with the lease (trainers find it there) and
-// records each checkpoint under ps/<i>/checkpoint (directory, file, CRC,
-// time: coord/protocol/checkpoint_record.h). A
-// pserver that loses its lease (store unreachable for the TTL) exits with
-// status 3 at once, without checkpointing, rather than risk two owners of
-// one index; SIGTERM checkpoints and releases the claim.
+// in the job's fault tolerance (coord/protocol/pserver_claim.h): it checks
+// ps/count against --num-pservers, claims an index with a lease
+// (ps/<i>/lock, the first free i below --num-pservers, or exactly --index
+// when given, waiting while the previous owner's lease runs out), keeps its
+// checkpoints in <--checkpoint-dir>/ps-<i> (or where ps/<i>/checkpoint says
+// the last owner of the index kept them, when that directory is reachable),
+// publishes "host:port" under ps/<i>/addr with the lease (trainers find it
+// there) and records each checkpoint under ps/<i>/checkpoint (directory,
+// file, CRC, time: coord/protocol/checkpoint_record.h). A pserver that
+// loses its lease (store unreachable for the TTL) exits with status 3 at
+// once, without checkpointing, rather than risk two owners of one index;
+// SIGTERM checkpoints and releases the claim.
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>

@@ -25,6 +25,11 @@ int main(int argc, char** argv) {
     fprintf(stderr, "new: %s\n", fabps_last_error());
     return 1;
   }
+  if (fabps_master_client_trainer_id(c) != 42 ||
+      fabps_master_client_trainer_id(NULL) != 0) {
+    fprintf(stderr, "trainer id not kept\n");
+    return 1;
+  }
   const char* globs[1] = {argv[2]};
   if (fabps_set_dataset(c, globs, 1) != FABPS_OK) {
     fprintf(stderr, "set_dataset: %s\n", fabps_master_client_last_error(c));

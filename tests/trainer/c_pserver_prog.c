@@ -309,6 +309,9 @@ int main(int argc, char** argv) {
     return 2;
   }
   const char* addrs = argv[1];
+  /* Whole lines in the log: the library logs to stderr at the same time,
+   * and the test looks for lines. */
+  setvbuf(stdout, NULL, _IOLBF, 0);
   CheckOptionErrors();
   CheckNullClient();
 
@@ -344,6 +347,13 @@ int main(int argc, char** argv) {
    * parameters exist: neither initializes, both see the values. */
   fabps_pserver_client* other = fabps_new_pserver_client_ex(addrs, 0, o);
   if (other == NULL) FAIL("second client: %s", fabps_last_error());
+  if (fabps_pserver_client_trainer_id(other) <= 0 ||
+      fabps_pserver_client_trainer_id(other) ==
+          fabps_pserver_client_trainer_id(c) ||
+      fabps_pserver_client_trainer_id(NULL) != 0)
+    FAIL("random trainer ids: %lld and %lld",
+         (long long)fabps_pserver_client_trainer_id(c),
+         (long long)fabps_pserver_client_trainer_id(other));
   if (fabps_begin_init_params(other) != 0) FAIL("unselected trainer inits");
   CheckValuesWith(other, kSteps, "second trainer", 1);
   fabps_pserver_client* late = fabps_new_pserver_client_ex(addrs, 1, o);

@@ -6,11 +6,11 @@
 // pservers hand their grants to the store's choice at once.
 #include <gtest/gtest.h>
 
-#include <atomic>
 #include <string>
 #include <thread>
 #include <vector>
 
+#include "tests/trainer/init_race.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "trainer/pserver_client.h"
 
@@ -83,39 +83,10 @@ TEST_P(InitElectionTest, DeadInitializerIsReplacedByExactlyOneRacer) {
   holder->Kill();
 
   // Two trainers race for the election the dead one left.
-  std::atomic<int> initializers{0}, errors{0};
-  std::vector<std::unique_ptr<PServerClient>> clients(2);
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; t++) {
-    threads.emplace_back([&, t] {
-      auto c = PServerClient::Connect(Options(cluster));
-      if (!c.ok()) {
-        ADD_FAILURE() << c.status().ToString();
-        return void(errors++);
-      }
-      auto won = (*c)->BeginInitParams(true);
-      if (!won.ok()) {
-        ADD_FAILURE() << "trainer " << t << ": " << won.status().ToString();
-        return void(errors++);
-      }
-      if (*won) {
-        initializers++;
-        std::vector<float> w(kElements, 7.0f);
-        Status s = (*c)->InitParam({"w", DType::kFloat32, {kElements}},
-                                   w.data(), w.size() * 4);
-        if (s.ok()) s = (*c)->FinishInitParams();
-        if (!s.ok()) {
-          ADD_FAILURE() << s.ToString();
-          errors++;
-        }
-      }
-      clients[t] = std::move(*c);
-    });
-  }
-  for (auto& th : threads) th.join();
-  ASSERT_EQ(errors.load(), 0);
-  EXPECT_EQ(initializers.load(), 1);
-  for (auto& c : clients) {
+  auto race = testing::RaceForInit(2, Options(cluster), kElements, 7.0f);
+  ASSERT_EQ(race.errors, 0);
+  EXPECT_EQ(race.initializers, 1);
+  for (auto& c : race.clients) {
     std::vector<float> w(kElements, -1);
     ASSERT_TRUE(
         c->GetParams({{"w", w.data(), w.size() * 4}}, Deadline::InMs(10000))

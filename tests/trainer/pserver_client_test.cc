@@ -73,6 +73,18 @@ Status InitAll(PServerClient* c) {
   return c->FinishInitParams();
 }
 
+// A trainer of `cluster` that won the init election and initialized every
+// parameter of Specs().
+Result<std::unique_ptr<PServerClient>> ConnectAndInit(
+    const PServerCluster& cluster, const std::string& provider) {
+  FABPS_ASSIGN_OR_RETURN(
+      auto c, PServerClient::Connect(ClientOptions(cluster, provider)));
+  FABPS_ASSIGN_OR_RETURN(bool mine, c->BeginInitParams(true));
+  if (!mine) return Status::FailedPrecondition("lost the init election");
+  FABPS_RETURN_IF_ERROR(InitAll(c.get()));
+  return c;
+}
+
 class PServerClientTest : public ::testing::TestWithParam<std::string> {
  protected:
   void SetUp() override {
@@ -212,10 +224,8 @@ TEST_P(PServerClientTest, OnlyOneTrainerInitializes) {
 TEST_P(PServerClientTest, DeadPserverFailsWithinDeadline) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::vector<float> many(3 * (kBlock + 5), 1.0f);
   ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}},
                               Deadline::InMs(kMs))
@@ -272,10 +282,8 @@ TEST_P(PServerClientTest, RestartedPserverServesItsCheckpoint) {
 TEST_P(PServerClientTest, WrongSizesAndNamesAreRefused) {
   PServerCluster cluster(GetParam(), 1);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::vector<float> buf(10);
   auto h = (*c)->SendGrads({{"block", buf.data(), buf.size() * 4}},
                            Deadline::InMs(kMs));
@@ -290,10 +298,8 @@ TEST_P(PServerClientTest, WrongSizesAndNamesAreRefused) {
 TEST_P(PServerClientTest, AsyncPullsAreWaitedOnLikePushes) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto specs = Specs();
   std::vector<float> g(Elements(specs[2]), 3.0f);
   auto h =
@@ -325,10 +331,8 @@ TEST_P(PServerClientTest, AsyncPullsAreWaitedOnLikePushes) {
 TEST_P(PServerClientTest, ClientSharedByThreadsIsExact) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   const int kThreads = 3, kPushes = 10;
   size_t n = Elements(Specs()[2]);
   std::atomic<int> errors{0};
@@ -359,10 +363,8 @@ TEST_P(PServerClientTest, ClientSharedByThreadsIsExact) {
 TEST_P(PServerClientTest, SaveModelHasADeadline) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::string dir = cluster.dir().File("saved");
   EXPECT_EQ((*c)->SaveModel(dir, Deadline::InMs(0)).code(),
             Status::Code::kTimedOut);
@@ -370,6 +372,45 @@ TEST_P(PServerClientTest, SaveModelHasADeadline) {
   Status s = (*c)->SaveModel(dir, Deadline::InMs(kMs));
   ASSERT_TRUE(s.ok()) << s.ToString();
   EXPECT_FALSE(std::filesystem::is_empty(dir));
+}
+
+// The init calls keep their deadlines: a passed one sends nothing and a
+// later call finishes; a trainer that waits for the holder's grant times
+// out at its deadline.
+TEST_P(PServerClientTest, InitCallsKeepTheirDeadlines) {
+  PServerCluster cluster(GetParam(), 2);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE((*c)->BeginInitParams(true, Deadline::InMs(kMs)).value());
+  auto specs = Specs();
+  std::vector<std::vector<float>> values(specs.size());
+  for (size_t p = 0; p < specs.size(); p++) {
+    values[p].resize(Elements(specs[p]));
+    for (size_t i = 0; i < values[p].size(); i++)
+      values[p][i] = InitValue(p, i);
+    ASSERT_TRUE((*c)->InitParam(specs[p], values[p].data(),
+                                values[p].size() * sizeof(float))
+                    .ok());
+  }
+  EXPECT_EQ((*c)->FinishInitParams(Deadline::InMs(0)).code(),
+            Status::Code::kTimedOut);
+  // The grant is still held: another selected trainer waits, until its
+  // deadline.
+  auto other = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(other.ok());
+  EXPECT_EQ(
+      (*other)->BeginInitParams(true, Deadline::InMs(300)).status().code(),
+      Status::Code::kTimedOut);
+  Status s = (*c)->FinishInitParams(Deadline::InMs(kMs));
+  ASSERT_TRUE(s.ok()) << s.ToString();
+  EXPECT_FALSE((*other)->BeginInitParams(true, Deadline::InMs(kMs)).value());
+  std::vector<float> got(values[2].size(), -1);
+  ASSERT_TRUE((*other)
+                  ->GetParams({{"many", got.data(), got.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  EXPECT_EQ(got, values[2]);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
@@ -388,10 +429,8 @@ namespace {
 TEST_P(PServerClientTest, ClientRidesOutAPserverRestart) {
   PServerCluster cluster(GetParam(), 2);
   ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
-  ASSERT_TRUE(c.ok());
-  ASSERT_TRUE((*c)->BeginInitParams(true).value());
-  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
   std::vector<float> init(3 * (kBlock + 5)), g(init.size(), 1.0f),
       got(init.size());
   ASSERT_TRUE((*c)->GetParams({{"many", init.data(), init.size() * 4}},

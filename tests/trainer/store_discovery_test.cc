@@ -7,7 +7,6 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
-#include <atomic>
 #include <chrono>
 #include <csignal>
 #include <thread>
@@ -15,6 +14,7 @@
 
 #include "coord/protocol/job_keys.h"
 #include "coord/store.h"
+#include "tests/trainer/init_race.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/subprocess.h"
 #include "trainer/pserver_client.h"
@@ -146,41 +146,12 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   std::vector<Subprocess> ps;
   ps.push_back(StartPserver("j", 2));
   ps.push_back(StartPserver("j", 2));
-  // Two trainers race for init/lock: exactly one initializes.
-  std::vector<std::unique_ptr<PServerClient>> clients(2);
-  std::atomic<int> initializers{0}, errors{0};
-  std::vector<std::thread> threads;
-  for (int t = 0; t < 2; t++) {
-    threads.emplace_back([&, t] {
-      auto c = PServerClient::Connect(Options("j"));
-      if (!c.ok()) {
-        ADD_FAILURE() << c.status().ToString();
-        errors++;
-        return;
-      }
-      auto sel = (*c)->BeginInitParams(false);
-      if (!sel.ok()) {
-        ADD_FAILURE() << sel.status().ToString();
-        errors++;
-        return;
-      }
-      if (*sel) {
-        initializers++;
-        std::vector<float> w(kElements, 100.0f);
-        Status s = (*c)->InitParam({"w", DType::kFloat32, {kElements}},
-                                   w.data(), w.size() * 4);
-        if (s.ok()) s = (*c)->FinishInitParams();
-        if (!s.ok()) {
-          ADD_FAILURE() << s.ToString();
-          errors++;
-        }
-      }
-      clients[t] = std::move(*c);
-    });
-  }
-  for (auto& th : threads) th.join();
-  ASSERT_EQ(errors.load(), 0);
-  EXPECT_EQ(initializers.load(), 1);
+  // Two trainers race for init/lock (not selected: the store decides).
+  auto race = testing::RaceForInit(2, Options("j"), kElements, 100.0f,
+                                   /*selected=*/false);
+  ASSERT_EQ(race.errors, 0);
+  EXPECT_EQ(race.initializers, 1);
+  auto& clients = race.clients;
 
   ASSERT_TRUE(Push(clients[0].get(), 1.0f).ok());
   ASSERT_TRUE(Push(clients[1].get(), 2.0f).ok());
