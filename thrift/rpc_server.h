@@ -112,6 +112,8 @@ struct RpcServerOptions {
 // What the server did to bad peers since Start() (monotonic counters).
 struct RpcServerStats {
   uint64_t accepted = 0;            // connections accepted
+  uint64_t closed = 0;              // connections closed (either side)
+  uint64_t request_frames = 0;      // request frame headers read
   uint64_t refused = 0;             // closed at accept: full of busy peers,
                                     // or out of file descriptors
   uint64_t evicted = 0;             // idle, closed for a new connection

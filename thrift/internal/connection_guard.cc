@@ -48,6 +48,7 @@ void ConnectionGuard::Admit(ConnectionState* s, bool refused) {
 void ConnectionGuard::Forget(ConnectionState* s) {
   std::lock_guard<std::mutex> l(mu_);
   if (live_.erase(s) == 0) return;
+  stats_.closed++;
   ReleaseLocked(s);
   if (!s->doomed_) counted_--;  // refused sockets are doomed from the start
 }
@@ -57,6 +58,7 @@ bool ConnectionGuard::OnRead(ConnectionState* s, const uint8_t* p, size_t n) {
   Clock::time_point now = Clock::now();
   int64_t announced = -1;
   int frames = s->in_.Feed(p, n, now, &announced);
+  if (announced >= 0) stats_.request_frames++;
   if (announced == 0) {
     // TNonblockingServer never serves an empty frame: it waits for one more
     // byte and then closes. Counted as a request, the connection would wait
