@@ -109,7 +109,8 @@ struct RpcServerOptions {
   TlsOptions tls;
 };
 
-// What the server did to bad peers since Start() (monotonic counters).
+// What the server saw since Start(), and what it did to bad peers
+// (monotonic counters; accepted - closed connections are open now).
 struct RpcServerStats {
   uint64_t accepted = 0;            // connections accepted
   uint64_t closed = 0;              // connections closed (either side)
