@@ -18,12 +18,14 @@
 
 #include "base/deadline.h"
 #include "tests/master/master_process.h"
+#include "tests/thrift/thrift_wire.h"
 #include "tests/util/raw_socket.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/test_ca.h"
 #include "tests/util/wait_until.h"
 #include "thrift/rpc_client.h"
 #include "thrift/rpc_server.h"
+#include "thrift/tls_socket.h"
 #include "thrift_gen/master/Master.h"
 
 namespace fabps::rpc {
@@ -34,6 +36,7 @@ using fabps::testing::ReadFileOrEmpty;
 using fabps::testing::TempDir;
 using fabps::testing::TestCa;
 using fabps::testing::WaitUntil;
+namespace w = fabps::testing::wire;
 
 // Status answers pass 7; SetDataset counts the bytes of its globs.
 class StubMaster : public master::MasterIf {
@@ -189,6 +192,51 @@ TEST_F(TlsTest, MutualTlsRefusesMissingAndForeignClientCertificates) {
   EXPECT_TRUE(good.ok()) << good.ToString();
   EXPECT_TRUE(WaitUntil([&] { return server_->stats().tls_failures >= 2; },
                         Deadline::InMs(5000)));
+}
+
+// Two calls written at once travel in one TLS record: the server decrypts
+// both when it reads the first, and TNonblockingServer waits for the socket
+// (which stays quiet) before reading the second. It must not be left
+// unanswered on an open connection: the first is answered, then the
+// connection closes, and the client knows at once that the second did not
+// run.
+TEST_F(TlsTest, CallsPipelinedInOneRecordAreNotLeftHanging) {
+  StartServer(server_files_);
+  auto context = TlsContext::ForClient(CaOnly(ca_));
+  ASSERT_TRUE(context.ok()) << context.status().ToString();
+  TlsClientSocket socket(*context, "127.0.0.1", server_->port(),
+                         std::make_shared<apache::thrift::TConfiguration>());
+  socket.setConnTimeout(3000);
+  socket.setRecvTimeout(5000);
+  socket.setSendTimeout(5000);
+  socket.open();
+  const std::string two = w::Call("Status") + w::Call("Status");
+  socket.write(reinterpret_cast<const uint8_t*>(two.data()),
+               static_cast<uint32_t>(two.size()));
+  auto t = std::chrono::steady_clock::now();
+  uint8_t header[4];
+  ASSERT_EQ(socket.readAll(header, 4), 4u);
+  std::string frame(ntohl(*reinterpret_cast<uint32_t*>(header)), '\0');
+  socket.readAll(reinterpret_cast<uint8_t*>(frame.data()),
+                 static_cast<uint32_t>(frame.size()));
+  EXPECT_EQ(w::ParseReply(frame).message_type,
+            apache::thrift::protocol::T_REPLY);
+  // The second: a reply, or the end of the connection (TLS may call it an
+  // unexpected end); not a timeout.
+  bool timed_out = false;
+  try {
+    (void)socket.read(header, 4);
+  } catch (const apache::thrift::transport::TTransportException& e) {
+    timed_out = e.getType() ==
+                apache::thrift::transport::TTransportException::TIMED_OUT;
+    std::printf("second call: %s\n", e.what());
+  }
+  EXPECT_FALSE(timed_out) << "the second call was left hanging";
+  EXPECT_EQ(server_->stats().pipelined_over_tls, 1u);
+  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - t)
+                .count(),
+            4000);
 }
 
 TEST_F(TlsTest, TlsClientToAPlainServerFailsWithoutHanging) {

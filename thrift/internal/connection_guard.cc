@@ -93,15 +93,15 @@ void ConnectionGuard::OnWriteBegin(ConnectionState* s) {
   s->out_.Begin(Clock::now());
 }
 
-void ConnectionGuard::OnWritten(ConnectionState* s, const uint8_t* p,
+bool ConnectionGuard::OnWritten(ConnectionState* s, const uint8_t* p,
                                 size_t n) {
   std::lock_guard<std::mutex> l(mu_);
   Clock::time_point now = Clock::now();
-  if (s->out_.Feed(p, n, now, nullptr) > 0) {
-    s->waiting_reply_ = false;
-    s->last_activity_ = now;
-    ReleaseLocked(s);
-  }
+  if (s->out_.Feed(p, n, now, nullptr) == 0) return false;
+  s->waiting_reply_ = false;
+  s->last_activity_ = now;
+  ReleaseLocked(s);
+  return true;
 }
 
 void ConnectionGuard::OnProcessBegin(ConnectionState* s) {
@@ -126,6 +126,14 @@ void ConnectionGuard::DropAfterReply(ConnectionState* s) {
   // SHUT_RD only: the error reply still goes out, then the server's next
   // read sees the end (and the socket reads as closed from then on).
   if (live_.count(s) != 0) DoomLocked(s, SHUT_RD, "bad request");
+}
+
+void ConnectionGuard::DropPipelinedTls(ConnectionState* s) {
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.pipelined_over_tls++;
+  if (live_.count(s) != 0) {
+    DoomLocked(s, SHUT_RDWR, "requests pipelined over TLS are not served");
+  }
 }
 
 void ConnectionGuard::OnTlsFailure(ConnectionState* s, const std::string& why) {
