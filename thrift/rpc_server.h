@@ -35,7 +35,9 @@
 //  - With TLS (options.tls or $FABPS_TLS_*), a failed handshake (not TLS,
 //    a client certificate missing or not of the CA) closes the connection
 //    and is logged; a handshake that stalls counts against
-//    `first_request_timeout_ms`.
+//    `first_request_timeout_ms`. Calls must not be pipelined over TLS: a
+//    request that arrives with the one before it is not served, the
+//    connection closes after the earlier one's reply.
 // Closing a connection affects no other; the client sees the close (or the
 // error reply) and RpcConnection reconnects on its next call.
 //
@@ -109,9 +111,12 @@ struct RpcServerOptions {
   TlsOptions tls;
 };
 
-// What the server did to bad peers since Start() (monotonic counters).
+// What the server saw since Start(), and what it did to bad peers
+// (monotonic counters; accepted - closed connections are open now).
 struct RpcServerStats {
   uint64_t accepted = 0;            // connections accepted
+  uint64_t closed = 0;              // connections closed (either side)
+  uint64_t request_frames = 0;      // request frame headers read
   uint64_t refused = 0;             // closed at accept: full of busy peers,
                                     // or out of file descriptors
   uint64_t evicted = 0;             // idle, closed for a new connection
@@ -120,6 +125,8 @@ struct RpcServerStats {
   uint64_t over_pending_bytes = 0;  // frame over max_pending_request_bytes
   uint64_t tls_failures = 0;        // TLS handshake or record failed
   uint64_t bad_frames = 0;          // empty frame (length 0), closed unanswered
+  uint64_t pipelined_over_tls = 0;  // closed after a reply: the next request
+                                    // came in the same TLS record
 };
 
 class RpcServer {

@@ -17,8 +17,10 @@
 #include <thread>
 #include <vector>
 
+#include "base/deadline.h"
 #include "tests/thrift/thrift_wire.h"
 #include "tests/util/raw_socket.h"
+#include "tests/util/wait_until.h"
 #include "thrift/rpc_client.h"
 #include "thrift/rpc_server.h"
 #include "thrift_gen/master/Master.h"
@@ -27,6 +29,7 @@ namespace fabps::rpc {
 namespace {
 
 using fabps::testing::RawSocket;
+using fabps::testing::WaitUntil;
 using Clock = std::chrono::steady_clock;
 namespace w = fabps::testing::wire;
 
@@ -65,6 +68,12 @@ class RpcServerLimitsTest : public ::testing::Test {
     auto s = RawSocket::Connect("127.0.0.1", server_->port());
     EXPECT_TRUE(s.ok()) << s.status().ToString();
     return s.ok() ? std::move(s).value() : RawSocket();
+  }
+  // Waits until the server has read `n` request frame headers since it
+  // started.
+  bool WaitForRequestFrames(uint64_t n) {
+    return WaitUntil([&] { return server_->stats().request_frames >= n; },
+                     Deadline::InMs(5000));
   }
   Status GoodCall(int recv_timeout_ms = 2000) {
     RpcClientOptions o;
@@ -159,7 +168,8 @@ TEST_F(RpcServerLimitsTest, LimitEvictsTheIdlestThenRefusesWhenAllAreBusy) {
   // Now make every connection busy (mid-frame): a new one is refused.
   std::vector<RawSocket*> busy = {&idle[0], &idle[2], &idle[3], &fifth};
   for (RawSocket* s : busy) ASSERT_TRUE(s->Send(w::U32(100) + "ab").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  // Busy once the server has read their headers (and the first call's).
+  ASSERT_TRUE(WaitForRequestFrames(1 + busy.size()));
   RawSocket sixth = Open();
   EXPECT_TRUE(sixth.WaitClosed(1000));
   EXPECT_EQ(server_->stats().refused, 1u);
@@ -177,13 +187,15 @@ TEST_F(RpcServerLimitsTest, PendingBytesBudget) {
   RawSocket a = Open(), b = Open(), c = Open();
   ASSERT_TRUE(a.Send(w::U32(60 << 10) + "x").ok());
   ASSERT_TRUE(b.Send(w::U32(60 << 10) + "x").ok());
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitForRequestFrames(2)) << "a's and b's frames reserved";
   ASSERT_TRUE(c.Send(w::U32(60 << 10) + "x").ok());
   EXPECT_TRUE(c.WaitClosed(2000)) << "a third 60 KiB frame passes 128 KiB";
   EXPECT_EQ(server_->stats().over_pending_bytes, 1u);
   // Closing a frees its share.
   a.Close();
-  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  ASSERT_TRUE(WaitUntil([&] { return server_->stats().closed >= 2; },
+                        Deadline::InMs(5000)))
+      << "the server closed c and a";
   RawSocket d = Open();
   ASSERT_TRUE(d.Send(w::U32(60 << 10) + "x").ok());
   EXPECT_FALSE(d.WaitClosed(300));
@@ -235,7 +247,9 @@ TEST_F(RpcServerLimitsTest, EmptyFramesHoldNoConnectionSlot) {
       ASSERT_TRUE(bad[i].Send(w::U32(0)).ok());
     }
   }
-  // A good client is served at once, and every bad peer is closed.
+  // Once the server has read the four empty headers (and the first call),
+  // a good client is served at once, and every bad peer is closed.
+  EXPECT_TRUE(WaitForRequestFrames(5));
   Status s = GoodCall();
   EXPECT_TRUE(s.ok()) << s.ToString();
   for (size_t i = 0; i < bad.size(); i++) {
@@ -336,19 +350,23 @@ TEST_F(RpcServerLimitsTest, RunningOutOfFileDescriptorsDoesNotStopServing) {
     if (::connect(fd, reinterpret_cast<sockaddr*>(&addr), sizeof(addr)) == 0)
       connected++;
   }
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  // The accepts past the four descriptors must fail: wait for the server
+  // to refuse one (then restore the limit, before any assertion can end the
+  // test).
+  bool hit = WaitUntil([&] { return server_->stats().refused >= 1; },
+                       Deadline::InMs(5000));
   for (int fd : fds) ::close(fd);
   for (int fd : ballast) ::close(fd);
   ASSERT_EQ(::setrlimit(RLIMIT_NOFILE, &saved), 0);
-  std::this_thread::sleep_for(std::chrono::milliseconds(300));
+  EXPECT_TRUE(hit) << "the limit was never hit";
+  // Served after every connection queued before it.
+  Status s = GoodCall();
+  EXPECT_TRUE(s.ok()) << s.ToString();
   RpcServerStats st = server_->stats();
   std::printf("clients connected %d, server accepted %llu, refused %llu\n",
               connected, static_cast<unsigned long long>(st.accepted),
               static_cast<unsigned long long>(st.refused));
   EXPECT_GT(connected, 4);
-  EXPECT_GE(st.refused, 1u) << "the limit was never hit";
-  Status s = GoodCall();
-  EXPECT_TRUE(s.ok()) << s.ToString();
 }
 
 }  // namespace

@@ -48,6 +48,7 @@ void ConnectionGuard::Admit(ConnectionState* s, bool refused) {
 void ConnectionGuard::Forget(ConnectionState* s) {
   std::lock_guard<std::mutex> l(mu_);
   if (live_.erase(s) == 0) return;
+  stats_.closed++;
   ReleaseLocked(s);
   if (!s->doomed_) counted_--;  // refused sockets are doomed from the start
 }
@@ -57,6 +58,7 @@ bool ConnectionGuard::OnRead(ConnectionState* s, const uint8_t* p, size_t n) {
   Clock::time_point now = Clock::now();
   int64_t announced = -1;
   int frames = s->in_.Feed(p, n, now, &announced);
+  if (announced >= 0) stats_.request_frames++;
   if (announced == 0) {
     // TNonblockingServer never serves an empty frame: it waits for one more
     // byte and then closes. Counted as a request, the connection would wait
@@ -91,15 +93,15 @@ void ConnectionGuard::OnWriteBegin(ConnectionState* s) {
   s->out_.Begin(Clock::now());
 }
 
-void ConnectionGuard::OnWritten(ConnectionState* s, const uint8_t* p,
+bool ConnectionGuard::OnWritten(ConnectionState* s, const uint8_t* p,
                                 size_t n) {
   std::lock_guard<std::mutex> l(mu_);
   Clock::time_point now = Clock::now();
-  if (s->out_.Feed(p, n, now, nullptr) > 0) {
-    s->waiting_reply_ = false;
-    s->last_activity_ = now;
-    ReleaseLocked(s);
-  }
+  if (s->out_.Feed(p, n, now, nullptr) == 0) return false;
+  s->waiting_reply_ = false;
+  s->last_activity_ = now;
+  ReleaseLocked(s);
+  return true;
 }
 
 void ConnectionGuard::OnProcessBegin(ConnectionState* s) {
@@ -124,6 +126,14 @@ void ConnectionGuard::DropAfterReply(ConnectionState* s) {
   // SHUT_RD only: the error reply still goes out, then the server's next
   // read sees the end (and the socket reads as closed from then on).
   if (live_.count(s) != 0) DoomLocked(s, SHUT_RD, "bad request");
+}
+
+void ConnectionGuard::DropPipelinedTls(ConnectionState* s) {
+  std::lock_guard<std::mutex> l(mu_);
+  stats_.pipelined_over_tls++;
+  if (live_.count(s) != 0) {
+    DoomLocked(s, SHUT_RDWR, "requests pipelined over TLS are not served");
+  }
 }
 
 void ConnectionGuard::OnTlsFailure(ConnectionState* s, const std::string& why) {

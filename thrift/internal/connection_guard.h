@@ -81,12 +81,17 @@ class ConnectionGuard {
   // (an empty frame, or a frame that would pass the pending-bytes budget).
   bool OnRead(ConnectionState* s, const uint8_t* p, size_t n);
   void OnWriteBegin(ConnectionState* s);
-  void OnWritten(ConnectionState* s, const uint8_t* p, size_t n);
+  // Bytes written; true when they complete a reply frame.
+  bool OnWritten(ConnectionState* s, const uint8_t* p, size_t n);
   // A worker starts or ends one message of a request on `s`.
   void OnProcessBegin(ConnectionState* s);
   void OnProcessEnd(ConnectionState* s, bool wrote_reply);
   // The request on `s` was bad: after its error reply, close it.
   void DropAfterReply(ConnectionState* s);
+  // A reply went out on `s` while its TLS session holds the next request,
+  // decrypted, which the server would never read (it waits for the socket):
+  // close it, so the peer learns at once that the request did not run.
+  void DropPipelinedTls(ConnectionState* s);
   // The TLS handshake or a TLS record from `s` failed; the server closes it.
   void OnTlsFailure(ConnectionState* s, const std::string& why);
   // Closes connections whose time is up.

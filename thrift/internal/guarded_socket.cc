@@ -39,7 +39,13 @@ uint32_t GuardedSocket::read(uint8_t* buf, uint32_t len) {
 uint32_t GuardedSocket::write_partial(const uint8_t* buf, uint32_t len) {
   guard_->OnWriteBegin(&state_);
   uint32_t n = tls_ ? TlsWrite(buf, len) : TSocket::write_partial(buf, len);
-  if (n > 0) guard_->OnWritten(&state_, buf, n);
+  if (n > 0 && guard_->OnWritten(&state_, buf, n) && tls_ &&
+      tls_->Pending() > 0) {
+    // The reply is out and the peer's next request already sits decrypted
+    // in the session: TNonblockingServer now waits for the socket, which
+    // stays quiet, so it would never be read.
+    guard_->DropPipelinedTls(&state_);
+  }
   return n;
 }
 

@@ -6,7 +6,10 @@
 // reads as closed, so that the server closes it on its own IO thread. With
 // TLS the socket reads and writes through its session, and the guard sees
 // the plain bytes (so every limit applies to the decrypted frames); a
-// failed handshake or record is reported to the guard and reads as closed.
+// failed handshake or record is reported to the guard and reads as closed,
+// and so does a connection whose reply went out while the session already
+// held the next request (the server would never read it: it waits on the
+// socket).
 //
 // Lifetime: owned by the server (shared_ptr); Forget()s its ConnectionState
 // on close() and destruction, before the descriptor can be reused.
