@@ -83,9 +83,32 @@ inline void StoreCrc(std::string* s, size_t from, size_t at) {
   std::memcpy(s->data() + at, &crc, 4);
 }
 
-// Layout::Encode bytes: the last four bytes are the CRC32C of the rest.
-inline void FixLayoutCrc(std::string* s) {
+// Formats whose last four bytes are the CRC32C of the rest: Layout::Encode,
+// the master's journal records and snapshots.
+inline void FixTrailingCrc(std::string* s) {
   if (s->size() >= 4) StoreCrc(s, 0, s->size() - 4);
+}
+inline void FixLayoutCrc(std::string* s) { FixTrailingCrc(s); }
+
+// The local store's log (coord/local/record.h): for each record whose
+// header fits, the payload CRC when the payload fits; hops by the length.
+inline void FixLocalLogCrcs(std::string* s) {
+  size_t at = 0;
+  while (at <= s->size() && s->size() - at >= 8) {
+    uint64_t len = Load32(*s, at);
+    if (len > s->size() - at - 8) break;
+    uint32_t crc = crc32c::Value(s->data() + at + 8, len);
+    std::memcpy(s->data() + at + 4, &crc, 4);
+    at += 8 + len;
+  }
+}
+
+// The local store's snapshot: "FABPSCS1" | u32 length | u32 CRC32C of the
+// body | body.
+inline void FixLocalSnapshotCrc(std::string* s) {
+  if (s->size() < 16) return;
+  uint32_t crc = crc32c::Value(s->data() + 16, s->size() - 16);
+  std::memcpy(s->data() + 12, &crc, 4);
 }
 
 // recordio: for each chunk header that fits, the payload CRC (when the
