@@ -1,6 +1,6 @@
 // The pserver's control-plane service. Bulk data never goes here: gradients
 // arrive by RMA write into per-trainer landing slots and parameters leave by
-// RMA read from the shard arena (see pserver/wire.h for the immediate-data
+// RMA read from the shard arena (docs/formats/wire.md: the immediate-data
 // encoding). This service sets that up: initialization, trainer
 // registration (fabric addresses and remote memory descriptors), saving,
 // status. Served by fabps-pserver (TNonblockingServer, framed binary).
