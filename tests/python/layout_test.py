@@ -18,6 +18,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import types
 import unittest
 
 ARGS = None  # set in main(): --pserver, --gen-py
@@ -71,7 +72,8 @@ def cut_blocks(params, block_elements, num_pservers):
             first_row = b * rows_per_block
             num_rows = min(rows_per_block, rows - first_row)
             owner = (base + b % num_pservers) % num_pservers
-            blocks.append((p, owner, num_rows * row_elements * DTYPE_SIZE[dtype]))
+            size = num_rows * row_elements * DTYPE_SIZE[dtype]
+            blocks.append((p, owner, size))
     return blocks
 
 
@@ -91,7 +93,7 @@ def encode_layout(params, block_elements, num_pservers, num_blocks=None):
     return bytes(out)
 
 
-# --- a real pserver -----------------------------------------------------------
+# --- a real pserver ----------------------------------------------------------
 
 TOKEN = b"python-test-token"
 NUM_PSERVERS = 2  # this test runs index 0: the owner formula decides
@@ -100,7 +102,7 @@ PARAMS = [("fc1.w", 1, [10, 4]), ("fc1.b", 1, [4]), ("emb", 2, [7, 3, 2]),
 BLOCK_ELEMENTS = 8
 
 
-class PServer:
+class PServerProcess:
     """fabps-pserver --index 0 on a free port (--port 0, --port-file), its
     state in a temporary directory; stop() ends only this process."""
 
@@ -152,34 +154,37 @@ class PServer:
         self.dir.cleanup()
 
 
-def thrift_modules():
+# The generated modules and python3-thrift's, imported once --gen-py is known.
+T = types.SimpleNamespace()
+
+
+def import_thrift_modules():
     sys.path.insert(0, ARGS.gen_py)
     from thrift.protocol import TBinaryProtocol
     from thrift.transport import TSocket, TTransport
     from fabps_thrift.auth import Auth, constants as auth_constants
-    from fabps_thrift.pserver import PServer as PServerService, ttypes
-    return (TBinaryProtocol, TSocket, TTransport, Auth, auth_constants,
-            PServerService, ttypes)
-
-
-(TBinaryProtocol, TSocket, TTransport, Auth, auth_constants, PServerService,
- ttypes) = (None,) * 7
+    from fabps_thrift.pserver import PServer, ttypes
+    T.__dict__.update(TBinaryProtocol=TBinaryProtocol, TSocket=TSocket,
+                      TTransport=TTransport, Auth=Auth,
+                      auth_constants=auth_constants, PServer=PServer,
+                      ttypes=ttypes)
 
 
 def connect(port):
-    sock = TSocket.TSocket("127.0.0.1", port)
+    sock = T.TSocket.TSocket("127.0.0.1", port)
     sock.setTimeout(10000)
-    transport = TTransport.TFramedTransport(sock)
+    transport = T.TTransport.TFramedTransport(sock)
     transport.open()
-    return transport, TBinaryProtocol.TBinaryProtocol(transport)
+    return transport, T.TBinaryProtocol.TBinaryProtocol(transport)
 
 
 def authenticate(protocol, token):
     """The handshake as thrift/auth.thrift describes it. Returns None when
     accepted, the TApplicationException when refused."""
     from thrift.Thrift import TApplicationException, TMessageType
-    protocol.writeMessageBegin(auth_constants.AUTH_METHOD, TMessageType.CALL, 1)
-    Auth.Auth_args(token=token).write(protocol)
+    protocol.writeMessageBegin(T.auth_constants.AUTH_METHOD,
+                               TMessageType.CALL, 1)
+    T.Auth.Auth_args(token=token).write(protocol)
     protocol.writeMessageEnd()
     protocol.trans.flush()
     name, mtype, _ = protocol.readMessageBegin()
@@ -188,9 +193,9 @@ def authenticate(protocol, token):
         x.read(protocol)
         protocol.readMessageEnd()
         return x
-    Auth.Auth_result().read(protocol)
+    T.Auth.Auth_result().read(protocol)
     protocol.readMessageEnd()
-    if mtype != TMessageType.REPLY or name != auth_constants.AUTH_METHOD:
+    if mtype != TMessageType.REPLY or name != T.auth_constants.AUTH_METHOD:
         raise AssertionError("unexpected answer %r %r" % (name, mtype))
     return None
 
@@ -211,13 +216,10 @@ class PServerTest(unittest.TestCase):
 
     @classmethod
     def setUpClass(cls):
-        global TBinaryProtocol, TSocket, TTransport, Auth, auth_constants
-        global PServerService, ttypes
-        (TBinaryProtocol, TSocket, TTransport, Auth, auth_constants,
-         PServerService, ttypes) = thrift_modules()
+        import_thrift_modules()
 
     def setUp(self):
-        self.pserver = PServer()
+        self.pserver = PServerProcess()
         self.transports = []
 
     def tearDown(self):
@@ -235,7 +237,7 @@ class PServerTest(unittest.TestCase):
         if token is not None:
             refused = authenticate(protocol, token)
             self.assertIsNone(refused, str(refused))
-        return PServerService.Client(protocol), protocol
+        return T.PServer.Client(protocol), protocol
 
     def test_wrong_or_missing_token_is_refused(self):
         from thrift.Thrift import TApplicationException
@@ -249,39 +251,41 @@ class PServerTest(unittest.TestCase):
         self.assertIn("job token required", e.exception.message)
 
     def init_config(self, layout, rules=None):
-        return ttypes.InitConfig(layout=layout,
-                                 default_rule=ttypes.UpdateRule(),
-                                 rules=rules or {})
+        return T.ttypes.InitConfig(layout=layout,
+                                   default_rule=T.ttypes.UpdateRule(),
+                                   rules=rules or {})
 
     def expect_refused(self, c, config, code, text):
-        with self.assertRaises(ttypes.PsError) as e:
+        with self.assertRaises(T.ttypes.PsError) as e:
             c.InitParams(7, config)
         self.assertEqual(e.exception.code, code, e.exception.message)
         self.assertIn(text, e.exception.message)
 
     def test_python_layout_is_accepted_and_corrupt_ones_refused(self):
         c, _ = self.client()
-        self.assertEqual(c.BeginInitParams(7), ttypes.InitGrantKind.GRANTED)
+        self.assertEqual(c.BeginInitParams(7),
+                         T.ttypes.InitGrantKind.GRANTED)
         good = encode_layout(PARAMS, BLOCK_ELEMENTS, NUM_PSERVERS)
 
         damaged = bytearray(good)
         damaged[30] ^= 0x01  # a byte of the first name
         self.expect_refused(c, self.init_config(bytes(damaged)),
-                            ttypes.PsErrorCode.CORRUPTION, "CRC32C mismatch")
+                            T.ttypes.PsErrorCode.CORRUPTION,
+                            "CRC32C mismatch")
         blocks = cut_blocks(PARAMS, BLOCK_ELEMENTS, NUM_PSERVERS)
         self.expect_refused(
             c, self.init_config(encode_layout(PARAMS, BLOCK_ELEMENTS,
                                               NUM_PSERVERS, len(blocks) + 1)),
-            ttypes.PsErrorCode.CORRUPTION, "block count")
+            T.ttypes.PsErrorCode.CORRUPTION, "block count")
         self.expect_refused(c, self.init_config(good[:-5] + good[-4:]),
-                            ttypes.PsErrorCode.CORRUPTION, "layout bytes")
+                            T.ttypes.PsErrorCode.CORRUPTION, "layout bytes")
         self.expect_refused(
             c, self.init_config(encode_layout(PARAMS, BLOCK_ELEMENTS, 3)),
-            ttypes.PsErrorCode.INVALID_ARGUMENT, "this job has 2")
+            T.ttypes.PsErrorCode.INVALID_ARGUMENT, "this job has 2")
 
         # A momentum rule that leaves `momentum` out: the pserver must read
         # the IDL's default, the C API's 0.9, not 0.
-        momentum = ttypes.UpdateRule(kind=1)
+        momentum = T.ttypes.UpdateRule(kind=1)
         momentum.momentum = None  # not sent at all
         c.InitParams(7, self.init_config(good, {"fc1.w": momentum}))
 
@@ -290,10 +294,10 @@ class PServerTest(unittest.TestCase):
         theirs = [i for i, (_, owner, _) in enumerate(blocks) if owner != 0]
         self.assertTrue(mine and theirs)  # the formula splits this layout
         for block, size in mine:
-            with self.assertRaises(ttypes.PsError):
+            with self.assertRaises(T.ttypes.PsError):
                 c.InitBlock(7, block, b"\0" * (size + 1))
             c.InitBlock(7, block, b"\0" * size)
-        with self.assertRaises(ttypes.PsError) as e:
+        with self.assertRaises(T.ttypes.PsError) as e:
             c.InitBlock(7, theirs[0], b"\0" * blocks[theirs[0]][2])
         self.assertIn("belongs to pserver 1", e.exception.message)
         self.assertTrue(c.FinishInitParams(7))
@@ -305,7 +309,7 @@ class PServerTest(unittest.TestCase):
         self.assertEqual(stored.layout, good)
         self.assertEqual(stored.rules["fc1.w"].kind, 1)
         self.assertEqual(stored.rules["fc1.w"].momentum, 0.9)
-        self.assertEqual(stored.default_rule, ttypes.UpdateRule())
+        self.assertEqual(stored.default_rule, T.ttypes.UpdateRule())
 
 
 def main():
