@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
@@ -20,7 +21,9 @@
 #ifdef FABPS_FUZZ_STATE_SEEDS
 #include "coord/local/record.h"
 #include "coord/local/state.h"
+#include "coord/store.h"
 #include "master/change.h"
+#include "master/store_journal.h"
 #include "master/task_queues.h"
 #endif
 #include "fuzz/checkpoint_shard.h"
@@ -308,6 +311,41 @@ void MasterJournalSeeds() {
   Put(t, "snapshot-done", piece(q.EncodeSnapshot()));
 }
 
+// A store's keys and values as store_journal_fuzzer.cc reads them: pieces,
+// each a u16 length and its bytes, key then value.
+void StoreJournalSeeds() {
+  namespace master = fabps::master;
+  const std::string dir = g_root + "/.journal-tmp";
+  auto dump = [&](fabps::coord::Store* store, const std::string& name) {
+    auto all = store->Range("", store->DefaultDeadline());
+    FABPS_FUZZ_CHECK(all.ok());
+    std::string out;
+    for (const auto& kv : all->kvs) {
+      for (const std::string* p : {&kv.key, &kv.value}) {
+        FABPS_FUZZ_CHECK(p->size() < 65536);
+        out += static_cast<char>(p->size() & 0xff);
+        out += static_cast<char>(p->size() >> 8);
+        out += *p;
+      }
+    }
+    Put("store_journal_fuzzer", name, out);
+  };
+  fabps::coord::StoreOptions o;
+  o.spec = "local:" + dir;
+  o.job = "fuzz";
+  auto store = fabps::coord::OpenStore(o);
+  FABPS_FUZZ_CHECK(store.ok());
+  master::StoreJournal j(store->get());
+  FABPS_FUZZ_CHECK(j.Load().ok());
+  FABPS_FUZZ_CHECK(j.AppendBatch({"record-1", "record-2"}).ok());
+  dump(store->get(), "journal");
+  FABPS_FUZZ_CHECK(j.Compact("snapshot-bytes").ok());
+  FABPS_FUZZ_CHECK(j.AppendBatch({"record-3"}).ok());
+  dump(store->get(), "snapshot-and-journal");
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
 // Selector byte 0: a log; 1: a snapshot (local_store_fuzzer.cc).
 void LocalStoreSeeds() {
   namespace local = fabps::coord::local;
@@ -401,6 +439,7 @@ int main(int argc, char** argv) {
   ControlPlaneSeeds();
 #ifdef FABPS_FUZZ_STATE_SEEDS
   MasterJournalSeeds();
+  StoreJournalSeeds();
   LocalStoreSeeds();
   EtcdJsonSeeds();
 #endif
