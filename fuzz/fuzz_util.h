@@ -11,12 +11,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/crc32c.h"
 
@@ -66,6 +68,29 @@ class ScratchFile {
  private:
   std::string path_;
 };
+
+// Splits an input into pieces, each a u16 length (little-endian) and that
+// many bytes; the last piece may be cut short by the end of the input.
+inline std::vector<std::string> SplitPieces(const uint8_t* data, size_t size) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (size - at >= 2) {
+    size_t len = data[at] | (size_t{data[at + 1]} << 8);
+    at += 2;
+    len = std::min(len, size - at);
+    out.emplace_back(reinterpret_cast<const char*>(data) + at, len);
+    at += len;
+  }
+  return out;
+}
+
+// The inverse, for the seeds: appends one piece (at most 65535 bytes).
+inline void AppendPiece(std::string* out, const std::string& bytes) {
+  FABPS_FUZZ_CHECK(bytes.size() < 65536);
+  out->push_back(static_cast<char>(bytes.size() & 0xff));
+  out->push_back(static_cast<char>(bytes.size() >> 8));
+  out->append(bytes);
+}
 
 inline uint32_t Load32(const std::string& s, size_t at) {
   uint32_t v;

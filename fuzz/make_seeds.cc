@@ -285,9 +285,9 @@ void MasterJournalSeeds() {
   pass.pass = 1;
   // Pieces, each a u16 length and its bytes: a snapshot, then records.
   auto piece = [](const std::string& bytes) {
-    FABPS_FUZZ_CHECK(bytes.size() < 65536);
-    return std::string(1, static_cast<char>(bytes.size() & 0xff)) +
-           static_cast<char>(bytes.size() >> 8) + bytes;
+    std::string out;
+    fabps::fuzz::AppendPiece(&out, bytes);
+    return out;
   };
   master::TaskQueues q;
   const std::string empty = piece(q.EncodeSnapshot());
@@ -321,12 +321,8 @@ void StoreJournalSeeds() {
     FABPS_FUZZ_CHECK(all.ok());
     std::string out;
     for (const auto& kv : all->kvs) {
-      for (const std::string* p : {&kv.key, &kv.value}) {
-        FABPS_FUZZ_CHECK(p->size() < 65536);
-        out += static_cast<char>(p->size() & 0xff);
-        out += static_cast<char>(p->size() >> 8);
-        out += *p;
-      }
+      fabps::fuzz::AppendPiece(&out, kv.key);
+      fabps::fuzz::AppendPiece(&out, kv.value);
     }
     Put("store_journal_fuzzer", name, out);
   };

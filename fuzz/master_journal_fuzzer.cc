@@ -20,19 +20,6 @@ namespace {
 
 namespace master = fabps::master;
 
-std::vector<std::string> Pieces(const uint8_t* data, size_t size) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (size - at >= 2) {
-    size_t len = data[at] | (size_t{data[at + 1]} << 8);
-    at += 2;
-    len = std::min(len, size - at);
-    out.emplace_back(reinterpret_cast<const char*>(data) + at, len);
-    at += len;
-  }
-  return out;
-}
-
 // As it is, then with its trailing CRC32C recomputed (so that mutations
 // reach the fields behind the checksum).
 template <typename F>
@@ -54,7 +41,7 @@ void CheckSnapshot(const master::TaskQueues& q) {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<std::string> pieces = Pieces(data, size);
+  std::vector<std::string> pieces = fabps::fuzz::SplitPieces(data, size);
   if (pieces.empty()) return 0;
   master::TaskQueues queues;
   auto snapshot = DecodeEitherWay(pieces[0], [](const std::string& b) {

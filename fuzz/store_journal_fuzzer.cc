@@ -23,19 +23,6 @@ namespace {
 namespace coord = fabps::coord;
 namespace master = fabps::master;
 
-std::vector<std::string> Pieces(const uint8_t* data, size_t size) {
-  std::vector<std::string> out;
-  size_t at = 0;
-  while (size - at >= 2) {
-    size_t len = data[at] | (size_t{data[at + 1]} << 8);
-    at += 2;
-    len = std::min(len, size - at);
-    out.emplace_back(reinterpret_cast<const char*>(data) + at, len);
-    at += len;
-  }
-  return out;
-}
-
 const std::string& StoreDir() {
   static const std::string* dir = [] {
     const char* base = access("/dev/shm", W_OK) == 0 ? "/dev/shm" : "/tmp";
@@ -53,7 +40,7 @@ struct RemoveAtExit {
 }  // namespace
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
-  std::vector<std::string> pieces = Pieces(data, size);
+  std::vector<std::string> pieces = fabps::fuzz::SplitPieces(data, size);
   std::filesystem::remove_all(StoreDir());
   coord::StoreOptions o;
   o.spec = "local:" + StoreDir();
