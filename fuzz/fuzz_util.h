@@ -11,12 +11,14 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "base/crc32c.h"
 
@@ -67,6 +69,29 @@ class ScratchFile {
   std::string path_;
 };
 
+// Splits an input into pieces, each a u16 length (little-endian) and that
+// many bytes; the last piece may be cut short by the end of the input.
+inline std::vector<std::string> SplitPieces(const uint8_t* data, size_t size) {
+  std::vector<std::string> out;
+  size_t at = 0;
+  while (size - at >= 2) {
+    size_t len = data[at] | (size_t{data[at + 1]} << 8);
+    at += 2;
+    len = std::min(len, size - at);
+    out.emplace_back(reinterpret_cast<const char*>(data) + at, len);
+    at += len;
+  }
+  return out;
+}
+
+// The inverse, for the seeds: appends one piece (at most 65535 bytes).
+inline void AppendPiece(std::string* out, const std::string& bytes) {
+  FABPS_FUZZ_CHECK(bytes.size() < 65536);
+  out->push_back(static_cast<char>(bytes.size() & 0xff));
+  out->push_back(static_cast<char>(bytes.size() >> 8));
+  out->append(bytes);
+}
+
 inline uint32_t Load32(const std::string& s, size_t at) {
   uint32_t v;
   std::memcpy(&v, s.data() + at, 4);
@@ -83,9 +108,32 @@ inline void StoreCrc(std::string* s, size_t from, size_t at) {
   std::memcpy(s->data() + at, &crc, 4);
 }
 
-// Layout::Encode bytes: the last four bytes are the CRC32C of the rest.
-inline void FixLayoutCrc(std::string* s) {
+// Formats whose last four bytes are the CRC32C of the rest: Layout::Encode,
+// the master's journal records and snapshots.
+inline void FixTrailingCrc(std::string* s) {
   if (s->size() >= 4) StoreCrc(s, 0, s->size() - 4);
+}
+inline void FixLayoutCrc(std::string* s) { FixTrailingCrc(s); }
+
+// The local store's log (coord/local/record.h): for each record whose
+// header fits, the payload CRC when the payload fits; hops by the length.
+inline void FixLocalLogCrcs(std::string* s) {
+  size_t at = 0;
+  while (at <= s->size() && s->size() - at >= 8) {
+    uint64_t len = Load32(*s, at);
+    if (len > s->size() - at - 8) break;
+    uint32_t crc = crc32c::Value(s->data() + at + 8, len);
+    std::memcpy(s->data() + at + 4, &crc, 4);
+    at += 8 + len;
+  }
+}
+
+// The local store's snapshot: "FABPSCS1" | u32 length | u32 CRC32C of the
+// body | body.
+inline void FixLocalSnapshotCrc(std::string* s) {
+  if (s->size() < 16) return;
+  uint32_t crc = crc32c::Value(s->data() + 16, s->size() - 16);
+  std::memcpy(s->data() + 12, &crc, 4);
 }
 
 // recordio: for each chunk header that fits, the payload CRC (when the

@@ -7,15 +7,25 @@
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/transport/TBufferTransports.h>
 
+#include <climits>
 #include <cmath>
 #include <cstdio>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <string>
 #include <vector>
 
 #include "base/deadline.h"
+#ifdef FABPS_FUZZ_STATE_SEEDS
+#include "coord/local/record.h"
+#include "coord/local/state.h"
+#include "coord/store.h"
+#include "master/change.h"
+#include "master/store_journal.h"
+#include "master/task_queues.h"
+#endif
 #include "fuzz/checkpoint_shard.h"
 #include "fuzz/fuzz_util.h"
 #include "pserver/checkpoint.h"
@@ -243,6 +253,172 @@ void ControlPlaneSeeds() {
   Put(t, "message-get-task", std::string(1, 21) + buf->getBufferAsString());
 }
 
+#ifdef FABPS_FUZZ_STATE_SEEDS
+// Journals to replay (master_journal_fuzzer.cc).
+void MasterJournalSeeds() {
+  namespace master = fabps::master;
+  const char* t = "master_journal_fuzzer";
+  master::Change set;
+  set.type = master::Change::Type::kSetDataset;
+  set.globs = {"/data/train-*"};
+  set.tasks.resize(2);
+  set.tasks[0].chunks = {{"/data/train-0", 0, 10}, {"/data/train-0", 512, 7}};
+  set.tasks[1].chunks = {{"/data/train-1", 0, 3}};
+  master::Change dispatch;
+  dispatch.type = master::Change::Type::kDispatch;
+  dispatch.task_id = 0;
+  dispatch.epoch = 1;
+  dispatch.time_ms = 1000;
+  dispatch.deadline_ms = 61000;
+  master::Change finish;
+  finish.type = master::Change::Type::kFinish;
+  finish.task_id = 0;
+  finish.epoch = 1;
+  finish.time_ms = 2000;
+  master::Change fail;
+  fail.type = master::Change::Type::kFail;
+  fail.task_id = 1;
+  fail.epoch = 1;
+  fail.timed_out = true;
+  master::Change pass;
+  pass.type = master::Change::Type::kNewPass;
+  pass.pass = 1;
+  // Pieces, each a u16 length and its bytes: a snapshot, then records.
+  auto piece = [](const std::string& bytes) {
+    std::string out;
+    fabps::fuzz::AppendPiece(&out, bytes);
+    return out;
+  };
+  master::TaskQueues q;
+  const std::string empty = piece(q.EncodeSnapshot());
+  Put(t, "replay-from-empty",
+      empty + piece(master::EncodeChange(set)) +
+          piece(master::EncodeChange(dispatch)) +
+          piece(master::EncodeChange(finish)) +
+          piece(master::EncodeChange(fail)));
+  Put(t, "new-pass", empty + piece(master::EncodeChange(pass)));
+  FABPS_FUZZ_CHECK(q.Apply(set).ok());
+  FABPS_FUZZ_CHECK(q.Apply(dispatch).ok());
+  Put(t, "replay-from-pending",
+      piece(q.EncodeSnapshot()) + piece(master::EncodeChange(finish)));
+  // Found by this fuzzer: a finish time an int64 away from the dispatch
+  // time overflowed the duration.
+  master::Change far = finish;
+  far.time_ms = INT64_MIN;
+  Put(t, "regress-finish-time-overflow",
+      piece(q.EncodeSnapshot()) + piece(master::EncodeChange(far)));
+  FABPS_FUZZ_CHECK(q.Apply(finish).ok());
+  Put(t, "snapshot-done", piece(q.EncodeSnapshot()));
+}
+
+// A store's keys and values as store_journal_fuzzer.cc reads them: pieces,
+// each a u16 length and its bytes, key then value.
+void StoreJournalSeeds() {
+  namespace master = fabps::master;
+  const std::string dir = g_root + "/.journal-tmp";
+  auto dump = [&](fabps::coord::Store* store, const std::string& name) {
+    auto all = store->Range("", store->DefaultDeadline());
+    FABPS_FUZZ_CHECK(all.ok());
+    std::string out;
+    for (const auto& kv : all->kvs) {
+      fabps::fuzz::AppendPiece(&out, kv.key);
+      fabps::fuzz::AppendPiece(&out, kv.value);
+    }
+    Put("store_journal_fuzzer", name, out);
+  };
+  fabps::coord::StoreOptions o;
+  o.spec = "local:" + dir;
+  o.job = "fuzz";
+  auto store = fabps::coord::OpenStore(o);
+  FABPS_FUZZ_CHECK(store.ok());
+  master::StoreJournal j(store->get());
+  FABPS_FUZZ_CHECK(j.Load().ok());
+  FABPS_FUZZ_CHECK(j.AppendBatch({"record-1", "record-2"}).ok());
+  dump(store->get(), "journal");
+  FABPS_FUZZ_CHECK(j.Compact("snapshot-bytes").ok());
+  FABPS_FUZZ_CHECK(j.AppendBatch({"record-3"}).ok());
+  dump(store->get(), "snapshot-and-journal");
+  store->reset();
+  std::filesystem::remove_all(dir);
+}
+
+// Selector byte 0: a log; 1: a snapshot (local_store_fuzzer.cc).
+void LocalStoreSeeds() {
+  namespace local = fabps::coord::local;
+  const char* t = "local_store_fuzzer";
+  std::vector<local::Record> log(5);
+  log[0].type = local::Record::Type::kLeaseGrant;
+  log[0].lease = 1;
+  log[0].ttl_seconds = 5;
+  log[0].expiry_ms = 1700000000000;
+  log[1].type = local::Record::Type::kWrite;
+  log[1].revision = 1;
+  log[1].mutations = {{true, "/job/master/lock", "owner", 1},
+                      {true, "/job/ps/count", "2", 0}};
+  log[2].type = local::Record::Type::kLeaseRenew;
+  log[2].lease = 1;
+  log[2].expiry_ms = 1700000005000;
+  log[3].type = local::Record::Type::kWrite;
+  log[3].revision = 2;
+  log[3].mutations = {{false, "/job/ps/count", "", 0}};
+  log[4].type = local::Record::Type::kLeaseRemove;
+  log[4].lease = 1;
+  log[4].revision = 3;
+  std::string bytes(1, '\0');
+  local::State state;
+  for (size_t i = 0; i < log.size(); ++i) {
+    local::EncodeRecord(log[i], &bytes);
+    std::vector<fabps::coord::WatchEvent> events;
+    FABPS_FUZZ_CHECK(state.Apply(log[i], &events).ok());
+    if (i == 1) {
+      Put(t, "log-grant-put", bytes);
+      Put(t, "snapshot-lease-keys",
+          std::string(1, '\1') + state.EncodeSnapshot(2));
+    }
+  }
+  Put(t, "log-all", bytes);
+  Put(t, "snapshot-after-log", std::string(1, '\1') + state.EncodeSnapshot(7));
+}
+
+// Replies as etcd 3.4's JSON gateway writes them (etcd_json_fuzzer.cc).
+void EtcdJsonSeeds() {
+  const char* t = "etcd_json_fuzzer";
+  const char* header =
+      R"("header":{"cluster_id":"14841639068965178418","member_id":)"
+      R"("10276657743932975437","revision":"42","raft_term":"2"})";
+  Put(t, "range",
+      std::string("{") + header +
+          R"(,"kvs":[{"key":"L2pvYi9wcy9jb3VudA==",)"
+          R"("create_revision":"5","mod_revision":"7",)"
+          R"("version":"2","value":"Mg==","lease":"7587"}],)"
+          R"("count":"1"})");
+  Put(t, "range-empty", std::string("{") + header + "}");
+  Put(t, "txn",
+      std::string("{") + header +
+          R"(,"succeeded":true,"responses":[{"response_put":)"
+          R"({"header":{"revision":"42"}}},{"response_range":{)"
+          R"("header":{"revision":"42"},"kvs":[{"key":"YQ==",)"
+          R"("value":"Yg==","mod_revision":"41"}],"count":"1"}},)"
+          R"({"response_delete_range":{"header":{"revision":)"
+          R"("42"},"deleted":"3"}}]})");
+  Put(t, "lease-grant",
+      std::string("{") + header + R"(,"ID":"7587862072907325459","TTL":"5"})");
+  Put(t, "watch-created",
+      std::string(R"({"result":{)") + header + R"(,"created":true}})");
+  Put(t, "watch-events",
+      std::string(R"({"result":{)") + header +
+          R"(,"events":[{"kv":{"key":"L2pvYi9tYXN0ZXIvYWRkcg==",)"
+          R"("create_revision":"40","mod_revision":"42","version":"3",)"
+          R"("value":"MTI3LjAuMC4xOjcxMDA="}},{"type":"DELETE","kv":)"
+          R"({"key":"L2pvYi9wcy8wL2FkZHI=","mod_revision":"42"}}]}})");
+  Put(t, "watch-canceled",
+      std::string(R"({"result":{)") + header +
+          R"(,"canceled":true,"compact_revision":"30"}})");
+  Put(t, "error",
+      R"({"error":"etcdserver: request timed out","code":14,)"
+      R"("message":"etcdserver: request timed out"})");
+}
+#endif
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -257,6 +433,12 @@ int main(int argc, char** argv) {
   LayoutSeeds();
   WireSeeds();
   ControlPlaneSeeds();
+#ifdef FABPS_FUZZ_STATE_SEEDS
+  MasterJournalSeeds();
+  StoreJournalSeeds();
+  LocalStoreSeeds();
+  EtcdJsonSeeds();
+#endif
   std::printf("seeds written under %s\n", g_root.c_str());
   return 0;
 }

@@ -75,7 +75,10 @@ Status TaskQueues::Apply(const Change& c) {
       by_deadline_.erase({rt.deadline_ms, c.task_id});
       rt.queue = Queue::kDone;
       ++done_;
-      double d = static_cast<double>(c.time_ms - rt.dispatched_ms);
+      // In double: both times come from the journal, and their difference
+      // may not fit an int64 (a damaged or foreign record).
+      double d = static_cast<double>(c.time_ms) -
+                 static_cast<double>(rt.dispatched_ms);
       if (d < 0) d = 0;
       avg_duration_ms_ = finished_count_ == 0
                              ? d

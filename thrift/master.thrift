@@ -1,8 +1,11 @@
 // The master's control-plane service: task dispatch over a recordio dataset.
 // Served by fabps-master (TNonblockingServer, framed binary protocol).
 // Semantics in master/task_dispatcher.h; summary here for clients.
+// A job with a token: every connection first does the fabps.Auth handshake
+// of auth.thrift.
 
 namespace cpp fabps.rpc.master
+namespace py fabps_thrift.master
 
 enum GetTaskResult {
   TASK = 1,           // `task` is set: read its chunks, then TaskFinished

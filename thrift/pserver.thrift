@@ -1,11 +1,15 @@
 // The pserver's control-plane service. Bulk data never goes here: gradients
 // arrive by RMA write into per-trainer landing slots and parameters leave by
-// RMA read from the shard arena (see pserver/wire.h for the immediate-data
+// RMA read from the shard arena (docs/formats/wire.md: the immediate-data
 // encoding). This service sets that up: initialization, trainer
 // registration (fabric addresses and remote memory descriptors), saving,
 // status. Served by fabps-pserver (TNonblockingServer, framed binary).
+// A job with a token: every connection first does the fabps.Auth handshake
+// of auth.thrift. Bytes this IDL cannot describe (InitConfig.layout) are
+// specified in docs/formats/layout.md.
 
 namespace cpp fabps.rpc.pserver
+namespace py fabps_thrift.pserver
 
 enum PsErrorCode {
   INVALID_ARGUMENT = 1,
@@ -23,27 +27,32 @@ exception PsError {
   2: string message,
 }
 
-// Mirrors pserver::UpdateRuleConfig (pserver/update_rule.h).
+// Mirrors pserver::UpdateRuleConfig (pserver/update_rule.h), whose
+// defaults these are (and the C API's, trainer/fabps_c.h): a client that
+// leaves a field out gets the same rule from every language. Validated by
+// the pserver (ValidateRuleConfig): finite numbers, learning rates, clips and
+// decay >= 0, momentum and betas in [0, 1), epsilon > 0, decay_steps >= 1
+// with schedule 1; INVALID_ARGUMENT naming the field otherwise.
 struct UpdateRule {
-  1: i32 kind,               // RuleKind: 0 sgd, 1 momentum, 2 nesterov, 3 adam, 4 adagrad
-  2: double learning_rate,
-  3: i32 schedule,           // 0 constant, 1 linear decay
-  4: double final_learning_rate,
-  5: i64 decay_steps,
-  6: double momentum,
-  7: double beta1,
-  8: double beta2,
-  9: double epsilon,
-  10: double adagrad_initial,
-  11: double weight_decay,
-  12: double clip_value,
-  13: double clip_norm,
+  1: i32 kind = 0,                    // RuleKind: 0 sgd, 1 momentum, 2 nesterov, 3 adam, 4 adagrad
+  2: double learning_rate = 0.01,
+  3: i32 schedule = 0,                // 0 constant, 1 linear decay
+  4: double final_learning_rate = 0.0,  // schedule 1 only
+  5: i64 decay_steps = 0,             // schedule 1 only; >= 1
+  6: double momentum = 0.9,           // momentum, nesterov
+  7: double beta1 = 0.9,              // adam
+  8: double beta2 = 0.999,            // adam
+  9: double epsilon = 1e-8,           // adam, adagrad
+  10: double adagrad_initial = 0.0,   // adagrad: start value of s
+  11: double weight_decay = 0.0,      // 0: off
+  12: double clip_value = 0.0,        // 0: off
+  13: double clip_norm = 0.0,         // 0: off
 }
 
 // What a pserver keeps to come back after a restart: the layout and the rules
 // it was initialized with (written beside its checkpoints).
 struct InitConfig {
-  1: binary layout,                 // pserver::Layout::Encode()
+  1: binary layout,                 // docs/formats/layout.md (pserver::Layout::Encode)
   2: UpdateRule default_rule,
   3: map<string, UpdateRule> rules, // per parameter name
 }

@@ -10,7 +10,7 @@ PACKAGES=(
   libtbb-dev libgtest-dev libgmock-dev libbenchmark-dev
   libzstd-dev zlib1g-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libeigen3-dev
   etcd-server etcd-client iperf3 dataset-fashion-mnist
-  iproute2 procps python3 openssl
+  iproute2 procps python3 python3-thrift openssl
 )
 
 missing=()
