@@ -7,25 +7,19 @@
 #include <unistd.h>
 
 #include <cerrno>
-#include <filesystem>
 #include <fstream>
 #include <sstream>
 #include <string>
+#include <utility>
+#include <vector>
+
+#include "tests/util/subprocess.h"
 
 namespace fabps {
 namespace {
 
 class ChildProcessTest : public ::testing::Test {
  protected:
-  void SetUp() override {
-    char tmpl[] = "/tmp/fabps_child_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
-    dir_ = tmpl;
-  }
-  void TearDown() override {
-    std::error_code ec;
-    std::filesystem::remove_all(dir_, ec);
-  }
   std::string Log() const { return dir_ + "/child.log"; }
   static std::string Read(const std::string& path) {
     std::ifstream in(path);
@@ -34,23 +28,22 @@ class ChildProcessTest : public ::testing::Test {
     return ss.str();
   }
   // Spawns /bin/sh -c `script` with its output in Log().
-  Result<ChildProcess> Shell(const std::string& script) {
+  Result<ChildProcess> Shell(const std::string& script,
+                             std::vector<std::string> env = {}) {
     SpawnOptions o;
     o.argv = {"/bin/sh", "-c", script};
+    o.env = std::move(env);
     o.log_path = Log();
     return ChildProcess::Spawn(o);
   }
 
-  std::string dir_;
+  testing::TempDir tmp_;
+  const std::string dir_ = tmp_.path();
 };
 
 TEST_F(ChildProcessTest, OutputGoesToTheLogAndTheExitCodeComesBack) {
-  SpawnOptions o;
-  o.argv = {"/bin/sh", "-c",
-            "echo \"out $FABPS_CHILD_A\"; echo err >&2; exit 3"};
-  o.env = {"FABPS_CHILD_A=given"};
-  o.log_path = Log();
-  auto c = ChildProcess::Spawn(o);
+  auto c = Shell("echo \"out $FABPS_CHILD_A\"; echo err >&2; exit 3",
+                 {"FABPS_CHILD_A=given"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto st = c->Wait(30000);
   ASSERT_TRUE(st.ok()) << st.status().ToString();
@@ -64,12 +57,8 @@ TEST_F(ChildProcessTest, OutputGoesToTheLogAndTheExitCodeComesBack) {
 
 TEST_F(ChildProcessTest, EnvironmentEntryReplacesTheInheritedOne) {
   ASSERT_EQ(::setenv("FABPS_CHILD_B", "outer", 1), 0);
-  SpawnOptions o;
-  o.argv = {"/bin/sh", "-c",
-            "echo \"$FABPS_CHILD_B\"; env | grep -c '^FABPS_CHILD_B='"};
-  o.env = {"FABPS_CHILD_B=inner"};
-  o.log_path = Log();
-  auto c = ChildProcess::Spawn(o);
+  auto c = Shell("echo \"$FABPS_CHILD_B\"; env | grep -c '^FABPS_CHILD_B='",
+                 {"FABPS_CHILD_B=inner"});
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_TRUE(c->Wait(30000).ok());
   EXPECT_EQ(Read(Log()), "inner\n1\n");
