@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "base/crc32c.h"
-#include "master/codec.h"
+#include "base/little_endian.h"
 
 namespace fabps::master {
 namespace {

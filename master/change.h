@@ -16,6 +16,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/little_endian.h"
 #include "base/status.h"
 #include "recordio/format.h"
 
@@ -62,8 +63,6 @@ Result<Change> DecodeChange(std::string_view bytes);
 
 // Shared with the snapshot encoding: the dataset part (globs and tasks,
 // file paths deduplicated).
-class ByteWriter;
-class ByteReader;
 void EncodeDataset(const std::vector<std::string>& globs,
                    const std::vector<TaskDef>& tasks, ByteWriter* w);
 Status DecodeDataset(ByteReader* r, std::vector<std::string>* globs,

@@ -4,8 +4,8 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 #include "coord/protocol/job_keys.h"
-#include "master/codec.h"
 
 namespace fabps::master {
 namespace {

@@ -2,7 +2,7 @@
 
 #include <cstring>
 
-#include "master/codec.h"
+#include "base/little_endian.h"
 
 namespace fabps::master {
 namespace {

@@ -9,8 +9,8 @@
 
 #include "base/crc32c.h"
 #include "base/file_util.h"
+#include "base/little_endian.h"
 #include "base/log.h"
-#include "pserver/byte_io.h"
 #include "pserver/file_io.h"
 
 namespace fabps::pserver {
@@ -109,7 +109,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
       for (int k = 0; k < slots; ++k) w.Raw(v.state[k], v.state_bytes);
     }));
     uint32_t crc = crc32c::Value(record.data(), record.size());
-    record.append(reinterpret_cast<const char*>(&crc), 4);
+    ByteWriter(&record).U32(crc);
     if (writing.valid()) FABPS_RETURN_IF_ERROR(writing.get());
     if (record.size() >= kAsyncRecordBytes) {
       writing = std::async(std::launch::async, [&f, &record] {
@@ -225,9 +225,10 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
     payload.resize(len);
     what = where + " data";
     FABPS_RETURN_IF_ERROR(f.ReadExactly(payload.data(), len, what.c_str()));
-    uint32_t block_crc;
+    char crc_bytes[4];
     what = where + " CRC";
-    FABPS_RETURN_IF_ERROR(f.ReadExactly(&block_crc, 4, what.c_str()));
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(crc_bytes, 4, what.c_str()));
+    const uint32_t block_crc = LoadU32(crc_bytes);
     uint32_t got =
         crc32c::Extend(crc32c::Value(rh, sizeof(rh)), payload.data(), len);
     if (got != block_crc) return corrupt(where + ": CRC32C mismatch");
@@ -259,8 +260,7 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
   // Footer.
   char footer[kFooterBytes];
   FABPS_RETURN_IF_ERROR(f.ReadExactly(footer, sizeof(footer), "the footer"));
-  uint32_t footer_crc;
-  std::memcpy(&footer_crc, footer + kFooterBytes - 4, 4);
+  const uint32_t footer_crc = LoadU32(footer + kFooterBytes - 4);
   if (crc32c::Value(footer, kFooterBytes - 4) != footer_crc) {
     return corrupt("footer CRC32C mismatch");
   }

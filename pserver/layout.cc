@@ -6,7 +6,7 @@
 #include <unordered_set>
 
 #include "base/crc32c.h"
-#include "pserver/byte_io.h"
+#include "base/little_endian.h"
 
 namespace fabps::pserver {
 namespace {
@@ -79,9 +79,8 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
   // blocks before being refused.
   std::optional<uint64_t> blocks = CountBlocks(params, block_elements);
   if (blocks && *blocks > kMaxBlocks) {
-    return Status::InvalidArgument("layout: more than " +
-                                   std::to_string(kMaxBlocks) +
-                                   " blocks in all");
+    return Status::InvalidArgument(
+        "layout: more than " + std::to_string(kMaxBlocks) + " blocks in all");
   }
   Layout l;
   if (blocks) l.blocks_.reserve(*blocks);
@@ -170,8 +169,7 @@ Result<Layout> Layout::Decode(const void* data, size_t n) {
     return Status::Corruption("layout bytes: " + why);
   };
   if (n < sizeof(kMagic) + 4) return corrupt("too short");
-  uint32_t stored_crc;
-  std::memcpy(&stored_crc, static_cast<const char*>(data) + n - 4, 4);
+  const uint32_t stored_crc = LoadU32(static_cast<const char*>(data) + n - 4);
   uint32_t crc = crc32c::Value(data, n - 4);
   ByteReader r(data, n - 4);
   char magic[8];

@@ -3,21 +3,9 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 
 namespace fabps::recordio {
-namespace {
-
-void Put32(char* p, uint32_t v) {
-  for (int i = 0; i < 4; ++i) p[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-}
-uint32_t Get32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; ++i)
-    v |= static_cast<uint32_t>(static_cast<uint8_t>(p[i])) << (8 * i);
-  return v;
-}
-
-}  // namespace
 
 Result<Compression> ParseCompression(const std::string& name) {
   if (name == "none") return Compression::kNone;
@@ -32,19 +20,19 @@ const char* CompressionName(Compression c) {
 
 void EncodeHeader(const ChunkHeader& h, char* out) {
   std::memset(out, 0, kHeaderSize);
-  Put32(out, kMagic);
+  StoreU32(out, kMagic);
   out[4] = static_cast<char>(kVersion);
   out[5] = static_cast<char>(h.compression);
-  Put32(out + 8, h.record_count);
-  Put32(out + 12, h.payload_size);
-  Put32(out + 16, h.raw_size);
-  Put32(out + 20, h.payload_crc);
-  Put32(out + 28, crc32c::Value(out, 28));
+  StoreU32(out + 8, h.record_count);
+  StoreU32(out + 12, h.payload_size);
+  StoreU32(out + 16, h.raw_size);
+  StoreU32(out + 20, h.payload_crc);
+  StoreU32(out + 28, crc32c::Value(out, 28));
 }
 
 Result<ChunkHeader> DecodeHeader(const char* in) {
-  if (Get32(in) != kMagic) return Status::Corruption("bad magic");
-  uint32_t want = Get32(in + 28), got = crc32c::Value(in, 28);
+  if (LoadU32(in) != kMagic) return Status::Corruption("bad magic");
+  uint32_t want = LoadU32(in + 28), got = crc32c::Value(in, 28);
   if (want != got) return Status::Corruption("header CRC32C mismatch");
   if (static_cast<uint8_t>(in[4]) != kVersion) {
     return Status::Corruption("unsupported version " +
@@ -55,10 +43,10 @@ Result<ChunkHeader> DecodeHeader(const char* in) {
     return Status::Corruption("unknown compression " + std::to_string(comp));
   ChunkHeader h;
   h.compression = static_cast<Compression>(comp);
-  h.record_count = Get32(in + 8);
-  h.payload_size = Get32(in + 12);
-  h.raw_size = Get32(in + 16);
-  h.payload_crc = Get32(in + 20);
+  h.record_count = LoadU32(in + 8);
+  h.payload_size = LoadU32(in + 12);
+  h.raw_size = LoadU32(in + 16);
+  h.payload_crc = LoadU32(in + 20);
   if (h.payload_size > kMaxPayloadBytes || h.raw_size > kMaxRawBytes) {
     return Status::Corruption("chunk size out of bounds");
   }

@@ -9,6 +9,7 @@
 
 #include "base/crc32c.h"
 #include "base/file_util.h"
+#include "base/little_endian.h"
 
 namespace fabps::recordio {
 
@@ -92,9 +93,7 @@ Result<Chunk> ChunkFile::ReadChunk(uint64_t offset) const {
   while (pos < d.size()) {
     if (d.size() - pos < 4)
       return Error(offset, "record length prefix cut short");
-    uint32_t len = 0;
-    for (int i = 0; i < 4; ++i)
-      len |= static_cast<uint32_t>(static_cast<uint8_t>(d[pos + i])) << (8 * i);
+    const uint32_t len = LoadU32(d.data() + pos);
     pos += 4;
     if (d.size() - pos < len)
       return Error(offset, "record runs past the chunk");

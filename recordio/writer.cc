@@ -8,6 +8,7 @@
 #include <cstdio>
 
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 
 namespace fabps::recordio {
 
@@ -55,10 +56,7 @@ Status Writer::Append(std::string_view record) {
   if (!raw_.empty() && raw_.size() + 4 + record.size() > kMaxRawBytes) {
     FABPS_RETURN_IF_ERROR(Flush());
   }
-  char len[4];
-  uint32_t n = static_cast<uint32_t>(record.size());
-  for (int i = 0; i < 4; ++i) len[i] = static_cast<char>((n >> (8 * i)) & 0xff);
-  raw_.append(len, 4);
+  ByteWriter(&raw_).U32(static_cast<uint32_t>(record.size()));
   raw_.append(record.data(), record.size());
   ++pending_records_;
   ++records_;

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "base/cli.h"
+#include "base/little_endian.h"
 #include "base/log.h"
 #include "base/status.h"
 #include "recordio/reader.h"
@@ -45,8 +46,7 @@ Status ConvertFramed(const std::string& path, ShardedWriter* out) {
       return Status::Corruption(path + " offset " + std::to_string(offset) +
                                 ": truncated length");
     }
-    uint32_t len = len_bytes[0] | (len_bytes[1] << 8) | (len_bytes[2] << 16) |
-                   (uint32_t{len_bytes[3]} << 24);
+    const uint32_t len = LoadU32(len_bytes);
     if (len > recordio::kMaxRecordBytes) {
       return Status::Corruption(path + " offset " + std::to_string(offset) +
                                 ": record length out of range");

@@ -1,7 +1,6 @@
 #include "transport/fabric.h"
 
-#include <cstring>
-
+#include "base/little_endian.h"
 #include "transport/ofi/ofi_factory.h"
 
 namespace fabps::transport {
@@ -10,27 +9,16 @@ namespace {
 constexpr uint32_t kRemoteRegionMagic = 0x46525231;  // "FRR1"
 constexpr size_t kRemoteRegionBytes = 4 + 3 * 8;
 
-void PutU64(std::string* out, uint64_t v) {
-  for (int i = 0; i < 8; i++)
-    out->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-
-uint64_t GetU64(const unsigned char* p) {
-  uint64_t v = 0;
-  for (int i = 0; i < 8; i++) v |= static_cast<uint64_t>(p[i]) << (8 * i);
-  return v;
-}
-
 }  // namespace
 
 std::string RemoteRegion::Serialize() const {
   std::string out;
   out.reserve(kRemoteRegionBytes);
-  for (int i = 0; i < 4; i++)
-    out.push_back(static_cast<char>((kRemoteRegionMagic >> (8 * i)) & 0xff));
-  PutU64(&out, base);
-  PutU64(&out, key);
-  PutU64(&out, length);
+  ByteWriter w(&out);
+  w.U32(kRemoteRegionMagic);
+  w.U64(base);
+  w.U64(key);
+  w.U64(length);
   return out;
 }
 
@@ -40,20 +28,21 @@ Result<RemoteRegion> RemoteRegion::Parse(const std::string& bytes) {
         "remote region descriptor: " + std::to_string(bytes.size()) +
         " bytes, expected " + std::to_string(kRemoteRegionBytes));
   }
-  const auto* p = reinterpret_cast<const unsigned char*>(bytes.data());
-  uint32_t magic =
-      p[0] | (p[1] << 8) | (p[2] << 16) | (static_cast<uint32_t>(p[3]) << 24);
+  ByteReader r(bytes);
+  uint32_t magic = 0;
+  RemoteRegion region;
+  // The size was checked: these reads cannot run short.
+  r.U32(&magic);
+  r.U64(&region.base);
+  r.U64(&region.key);
+  r.U64(&region.length);
   if (magic != kRemoteRegionMagic)
     return Status::Corruption("remote region descriptor: bad magic");
-  RemoteRegion r;
-  r.base = GetU64(p + 4);
-  r.key = GetU64(p + 12);
-  r.length = GetU64(p + 20);
-  if (r.base + r.length < r.base) {
+  if (region.base + region.length < region.base) {
     return Status::Corruption(
         "remote region descriptor: base + length overflows");
   }
-  return r;
+  return region;
 }
 
 bool MemoryRegion::Contains(const void* ptr, size_t len) const {

@@ -1,10 +1,7 @@
 #include "bench/trainer/pserver_processes.h"
 
-#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
-#include <sys/prctl.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -13,6 +10,7 @@
 #include <fstream>
 #include <sstream>
 #include <thread>
+#include <utility>
 
 namespace fabps::bench {
 namespace {
@@ -64,9 +62,7 @@ Result<std::unique_ptr<PServerProcesses>> PServerProcesses::Start(
         }
         break;
       }
-      int st = 0;
-      if (::waitpid(ps->pids_[i], &st, WNOHANG) == ps->pids_[i]) {
-        ps->pids_[i] = -1;
+      if (!ps->children_[i].running()) {
         return Status::Unavailable(
             "pserver " + std::to_string(i) +
             " exited during start: " + Tail(ReadAll(ps->log_path(i)), 2000));
@@ -100,44 +96,19 @@ Status PServerProcesses::Spawn(const PServerProcessOptions& o, int index,
   flag("--save-period", "0");
   flag("--apply-threads", std::to_string(o.apply_threads));
   flag("--block-elements", std::to_string(o.block_elements));
-  // Everything the child touches between fork and exec is prepared here:
-  // after fork only async-signal-safe calls are allowed.
-  std::vector<char*> argv;
-  for (auto& a : args) argv.push_back(a.data());
-  argv.push_back(nullptr);
-  std::string log = log_path(index);
-  int fd = ::open(log.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0) return PosixError("open " + log, errno);
-  pid_t parent = ::getpid();
-  pid_t pid = ::fork();
-  if (pid < 0) {
-    int e = errno;
-    ::close(fd);
-    return PosixError("fork", e);
-  }
-  if (pid == 0) {
-    ::prctl(PR_SET_PDEATHSIG, SIGKILL);
-    if (::getppid() != parent) ::_exit(127);  // the parent died before prctl
-    ::dup2(fd, STDOUT_FILENO);
-    ::dup2(fd, STDERR_FILENO);
-    ::execv(argv[0], argv.data());
-    ::_exit(127);
-  }
-  ::close(fd);
-  pids_.push_back(pid);
+  SpawnOptions so;
+  so.argv = std::move(args);
+  so.log_path = log_path(index);
+  so.truncate_log = true;
+  FABPS_ASSIGN_OR_RETURN(ChildProcess child, ChildProcess::Spawn(so));
+  children_.push_back(std::move(child));
   return Status::OK();
 }
 
 PServerProcesses::~PServerProcesses() {
-  for (pid_t pid : pids_) {
-    if (pid > 0) ::kill(pid, SIGKILL);
-  }
-  for (pid_t pid : pids_) {
-    if (pid <= 0) continue;
-    int st = 0;
-    while (::waitpid(pid, &st, 0) < 0 && errno == EINTR) {
-    }
-  }
+  // SIGKILL to every child first, then reap: they die side by side.
+  for (ChildProcess& c : children_) (void)c.Signal(SIGKILL);
+  children_.clear();
   if (!dir_.empty() && ::getenv("FABPS_KEEP_BENCH_DIRS") == nullptr) {
     std::error_code ec;
     std::filesystem::remove_all(dir_, ec);

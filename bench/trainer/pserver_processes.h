@@ -16,20 +16,20 @@
 // of the log of the one that did not.
 //
 // Ending: the destructor sends SIGKILL to exactly the PIDs it started, reaps
-// them and removes the directory (kept when FABPS_KEEP_BENCH_DIRS is set).
-// Children also get SIGKILL when the benchmark process dies
-// (PR_SET_PDEATHSIG), so a crashed benchmark leaves no pserver behind.
+// them (base's ChildProcess) and removes the directory (kept when
+// FABPS_KEEP_BENCH_DIRS is set). Children also get SIGKILL when the
+// benchmark process dies (PR_SET_PDEATHSIG, when the main thread started
+// them), so a crashed benchmark leaves no pserver behind.
 //
 // Thread safety: none; one thread owns an instance.
 #ifndef FABPS_BENCH_TRAINER_PSERVER_PROCESSES_H_
 #define FABPS_BENCH_TRAINER_PSERVER_PROCESSES_H_
 
-#include <sys/types.h>
-
 #include <memory>
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/status.h"
 
 namespace fabps::bench {
@@ -52,7 +52,6 @@ class PServerProcesses {
 
   // "127.0.0.1:PORT" of pserver 0, 1, ...
   std::vector<std::string> addresses() const;
-  const std::vector<pid_t>& pids() const { return pids_; }
   // Pserver i's log file.
   std::string log_path(int i) const;
 
@@ -61,7 +60,7 @@ class PServerProcesses {
   Status Spawn(const PServerProcessOptions& options, int index, int count);
 
   std::string dir_;
-  std::vector<pid_t> pids_;
+  std::vector<ChildProcess> children_;
   std::vector<int> ports_;
 };
 

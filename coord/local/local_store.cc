@@ -17,6 +17,7 @@
 #include "base/check.h"
 #include "base/crc32c.h"
 #include "base/file_util.h"
+#include "base/little_endian.h"
 #include "base/log.h"
 #include "coord/keyspace.h"
 #include "coord/lease_keeper.h"
@@ -404,7 +405,7 @@ Status LocalStore::ReadLogLocked() {
     const size_t left = tail.size() - pos;
     const char* p = tail.data() + pos;
     if (left < kRecordHeaderBytes) return torn("partial header");
-    Decoder h(p, kRecordHeaderBytes);
+    ByteReader h(p, kRecordHeaderBytes);
     uint32_t len = 0, crc = 0;
     h.U32(&len);
     h.U32(&crc);

@@ -3,70 +3,14 @@
 #include <cstring>
 
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 #include "coord/store.h"
 
 namespace fabps::coord::local {
 
-void Encoder::U32(uint32_t v) {
-  char b[4];
-  for (int i = 0; i < 4; ++i) b[i] = static_cast<char>((v >> (8 * i)) & 0xff);
-  out_->append(b, 4);
-}
-
-void Encoder::I64(int64_t v) {
-  uint64_t u = static_cast<uint64_t>(v);
-  char b[8];
-  for (int i = 0; i < 8; ++i) b[i] = static_cast<char>((u >> (8 * i)) & 0xff);
-  out_->append(b, 8);
-}
-
-void Encoder::Str(const std::string& s) {
-  U32(static_cast<uint32_t>(s.size()));
-  out_->append(s);
-}
-
-bool Decoder::U8(uint8_t* v) {
-  if (left_ < 1) return false;
-  *v = static_cast<uint8_t>(p_[0]);
-  p_ += 1;
-  left_ -= 1;
-  return true;
-}
-
-bool Decoder::U32(uint32_t* v) {
-  if (left_ < 4) return false;
-  uint32_t x = 0;
-  for (int i = 0; i < 4; ++i)
-    x |= uint32_t{static_cast<uint8_t>(p_[i])} << (8 * i);
-  *v = x;
-  p_ += 4;
-  left_ -= 4;
-  return true;
-}
-
-bool Decoder::I64(int64_t* v) {
-  if (left_ < 8) return false;
-  uint64_t x = 0;
-  for (int i = 0; i < 8; ++i)
-    x |= uint64_t{static_cast<uint8_t>(p_[i])} << (8 * i);
-  *v = static_cast<int64_t>(x);
-  p_ += 8;
-  left_ -= 8;
-  return true;
-}
-
-bool Decoder::Str(std::string* s, size_t max) {
-  uint32_t n = 0;
-  if (!U32(&n) || n > max || n > left_) return false;
-  s->assign(p_, n);
-  p_ += n;
-  left_ -= n;
-  return true;
-}
-
 void EncodeRecord(const Record& r, std::string* out) {
   std::string payload;
-  Encoder e(&payload);
+  ByteWriter e(&payload);
   e.U8(static_cast<uint8_t>(r.type));
   switch (r.type) {
     case Record::Type::kWrite:
@@ -95,14 +39,14 @@ void EncodeRecord(const Record& r, std::string* out) {
       e.I64(r.revision);
       break;
   }
-  Encoder h(out);
+  ByteWriter h(out);
   h.U32(static_cast<uint32_t>(payload.size()));
   h.U32(crc32c::Value(payload.data(), payload.size()));
   out->append(payload);
 }
 
 Status DecodeRecordPayload(const char* data, size_t n, Record* r) {
-  Decoder d(data, n);
+  ByteReader d(data, n);
   uint8_t type = 0;
   if (!d.U8(&type)) return Status::Corruption("empty record");
   *r = Record();

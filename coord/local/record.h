@@ -56,34 +56,6 @@ void EncodeRecord(const Record& r, std::string* out);
 // Decodes one payload (without the header); kCorruption on bad bytes.
 Status DecodeRecordPayload(const char* data, size_t n, Record* r);
 
-// A byte writer and a bounds-checked reader for the formats above.
-class Encoder {
- public:
-  explicit Encoder(std::string* out) : out_(out) {}
-  void U8(uint8_t v) { out_->push_back(static_cast<char>(v)); }
-  void U32(uint32_t v);
-  void I64(int64_t v);
-  void Str(const std::string& s);
-
- private:
-  std::string* out_;
-};
-
-class Decoder {
- public:
-  Decoder(const char* data, size_t n) : p_(data), left_(n) {}
-  bool U8(uint8_t* v);
-  bool U32(uint32_t* v);
-  bool I64(int64_t* v);
-  // Fails when the length exceeds `max` or the bytes left.
-  bool Str(std::string* s, size_t max);
-  size_t left() const { return left_; }
-
- private:
-  const char* p_;
-  size_t left_;
-};
-
 }  // namespace fabps::coord::local
 
 #endif  // FABPS_COORD_LOCAL_RECORD_H_

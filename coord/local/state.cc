@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "base/crc32c.h"
+#include "base/little_endian.h"
 #include "coord/keyspace.h"
 
 namespace fabps::coord::local {
@@ -270,7 +271,7 @@ int64_t State::NextExpiryMs() const {
 
 std::string State::EncodeSnapshot(uint64_t generation) const {
   std::string body;
-  Encoder e(&body);
+  ByteWriter e(&body);
   e.I64(static_cast<int64_t>(generation));
   e.I64(revision_);
   e.I64(max_lease_id_);
@@ -290,7 +291,7 @@ std::string State::EncodeSnapshot(uint64_t generation) const {
     e.I64(kv.lease);
   }
   std::string out(kSnapshotMagic, sizeof(kSnapshotMagic));
-  Encoder h(&out);
+  ByteWriter h(&out);
   h.U32(static_cast<uint32_t>(body.size()));
   h.U32(crc32c::Value(body.data(), body.size()));
   out.append(body);
@@ -304,7 +305,7 @@ Status State::DecodeSnapshot(const std::string& bytes, uint64_t* generation) {
     return Status::Corruption("snapshot too short or without its magic (" +
                               std::to_string(bytes.size()) + " bytes)");
   }
-  Decoder h(bytes.data() + 8, 8);
+  ByteReader h(bytes.data() + 8, 8);
   uint32_t len = 0, crc = 0;
   h.U32(&len);
   h.U32(&crc);
@@ -316,7 +317,7 @@ Status State::DecodeSnapshot(const std::string& bytes, uint64_t* generation) {
   const char* body = bytes.data() + header;
   if (crc32c::Value(body, len) != crc)
     return Status::Corruption("snapshot checksum mismatch");
-  Decoder d(body, len);
+  ByteReader d(body, len);
   State s;
   int64_t gen = 0;
   uint32_t nleases = 0, nkeys = 0;

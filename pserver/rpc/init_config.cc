@@ -7,6 +7,7 @@
 
 #include "base/crc32c.h"
 #include "base/file_util.h"
+#include "base/little_endian.h"
 
 namespace fabps::pserver {
 
@@ -90,17 +91,6 @@ Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config) {
 namespace {
 constexpr char kMagic[8] = {'F', 'A', 'B', 'P', 'S', 'I', 'C', '1'};
 constexpr size_t kMaxConfigBytes = size_t{256} << 20;
-
-void PutU32(std::string* s, uint32_t v) {
-  for (int i = 0; i < 4; i++)
-    s->push_back(static_cast<char>((v >> (8 * i)) & 0xff));
-}
-uint32_t GetU32(const char* p) {
-  uint32_t v = 0;
-  for (int i = 0; i < 4; i++)
-    v |= static_cast<uint32_t>(static_cast<unsigned char>(p[i])) << (8 * i);
-  return v;
-}
 }  // namespace
 
 Status WriteInitConfigFile(const std::string& path,
@@ -110,9 +100,10 @@ Status WriteInitConfigFile(const std::string& path,
   config.write(&proto);
   std::string body = buf->getBufferAsString();
   std::string out(kMagic, sizeof(kMagic));
-  PutU32(&out, static_cast<uint32_t>(body.size()));
-  out += body;
-  PutU32(&out, crc32c::Value(out.data(), out.size()));
+  ByteWriter w(&out);
+  w.U32(static_cast<uint32_t>(body.size()));
+  w.Raw(body.data(), body.size());
+  w.U32(crc32c::Value(out.data(), out.size()));
   return WriteFileAtomically(path, out);
 }
 
@@ -125,12 +116,12 @@ Result<rpc::pserver::InitConfig> ReadInitConfigFile(const std::string& path) {
   if (std::memcmp(data.data(), kMagic, sizeof(kMagic)) != 0) {
     return Status::Corruption(path + ": bad magic");
   }
-  uint32_t len = GetU32(data.data() + 8);
+  uint32_t len = LoadU32(data.data() + 8);
   if (len > kMaxConfigBytes || data.size() != sizeof(kMagic) + 4 + len + 4) {
     return Status::Corruption(path +
                               ": length field does not match the file size");
   }
-  uint32_t crc = GetU32(data.data() + data.size() - 4);
+  uint32_t crc = LoadU32(data.data() + data.size() - 4);
   if (crc != crc32c::Value(data.data(), data.size() - 4)) {
     return Status::Corruption(path + ": CRC mismatch");
   }

@@ -17,6 +17,7 @@
 #include <vector>
 
 #include "base/file_util.h"
+#include "tests/util/subprocess.h"
 
 namespace {
 
@@ -69,17 +70,12 @@ namespace {
 class DurableWriteTest : public ::testing::Test {
  protected:
   void SetUp() override {
-    char tmpl[] = "/tmp/fabps_durable_XXXXXX";
-    ASSERT_NE(::mkdtemp(tmpl), nullptr);
+    // The recorder sees paths as /proc/self/fd resolves them.
     char real[PATH_MAX];
-    ASSERT_NE(::realpath(tmpl, real), nullptr);
+    ASSERT_NE(::realpath(tmp_.path().c_str(), real), nullptr);
     dir_ = real;
   }
-  void TearDown() override {
-    Disarm();
-    std::string cmd = "rm -rf '" + dir_ + "'";
-    (void)std::system(cmd.c_str());
-  }
+  void TearDown() override { Disarm(); }
   void Arm() {
     std::lock_guard<std::mutex> lock(recorder_mutex);
     recorded.clear();
@@ -104,6 +100,7 @@ class DurableWriteTest : public ::testing::Test {
     return names;
   }
 
+  testing::TempDir tmp_;
   std::string dir_;
 };
 

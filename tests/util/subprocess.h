@@ -1,54 +1,39 @@
-// Test utilities for tests that start real processes: spawn a child by
-// fork/exec with its output in a log file, signal it, wait with a deadline,
-// and kill it when the handle goes away. Tests end only the processes they
-// started, by PID.
+// Test utilities for tests that start real processes: spawn a child (base's
+// ChildProcess) with its output in a log file, signal it, wait with a
+// deadline, and kill it when the handle goes away; free ports and temporary
+// directories. Tests end only the processes they started, by PID.
 #ifndef FABPS_TESTS_UTIL_SUBPROCESS_H_
 #define FABPS_TESTS_UTIL_SUBPROCESS_H_
 
 #include <sys/types.h>
 
 #include <string>
+#include <utility>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/status.h"
 
 namespace fabps::testing {
 
-class Subprocess {
+// A child for a test: base's ChildProcess (signal, wait with a deadline,
+// SIGKILL and reap when the handle goes away) started the way tests want.
+class Subprocess : public ChildProcess {
  public:
   // Starts `argv[0]` (a path) with `argv[1..]`. stdout and stderr go to
   // `log_path` (appended) when it is not empty, else are inherited. `env` adds
-  // "NAME=value" entries to the inherited environment.
+  // "NAME=value" entries to the inherited environment. The child dies with
+  // the test when the test's main thread started it.
   static Result<Subprocess> Start(const std::vector<std::string>& argv,
                                   const std::string& log_path,
                                   const std::vector<std::string>& env = {});
 
   Subprocess() = default;
-  Subprocess(Subprocess&& o) noexcept;
-  Subprocess& operator=(Subprocess&& o) noexcept;
-  Subprocess(const Subprocess&) = delete;
-  Subprocess& operator=(const Subprocess&) = delete;
-  // Kills (SIGKILL) and reaps the child if it is still running.
-  ~Subprocess();
-
-  pid_t pid() const { return pid_; }
-  bool running();  // reaps the child if it has exited
-  Status Signal(int sig);
-  // Waits until the child exits, up to `timeout_ms`. On exit returns its
-  // status as from waitpid (use WIFEXITED etc.); TimedOut otherwise.
-  Result<int> Wait(int timeout_ms);
   // SIGTERM, then SIGKILL after `grace_ms`; returns the wait status.
-  Result<int> Stop(int grace_ms = 3000);
-  void Kill();  // SIGKILL and reap
-  const std::string& log_path() const { return log_path_; }
+  Result<int> Stop(int grace_ms = 3000) { return ChildProcess::Stop(grace_ms); }
 
  private:
-  void Reaped(int status);
-
-  pid_t pid_ = -1;
-  int wait_status_ = 0;
-  bool exited_ = false;
-  std::string log_path_;
+  explicit Subprocess(ChildProcess c) : ChildProcess(std::move(c)) {}
 };
 
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and

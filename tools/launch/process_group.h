@@ -1,15 +1,15 @@
-// ProcessGroup: the launcher's children. Each child runs with its output in
-// its own log file, dies with the launcher (PR_SET_PDEATHSIG), and is ended
-// by PID only. Not thread safe: the launcher's main loop owns it.
+// ProcessGroup: the launcher's children by name, each a base ChildProcess
+// with its output in its own log file, in a process group of its own, dying
+// with the launcher (PR_SET_PDEATHSIG) and ended by PID only. Not thread
+// safe: the launcher's main loop owns it.
 #ifndef FABPS_TOOLS_LAUNCH_PROCESS_GROUP_H_
 #define FABPS_TOOLS_LAUNCH_PROCESS_GROUP_H_
-
-#include <sys/types.h>
 
 #include <map>
 #include <string>
 #include <vector>
 
+#include "base/child_process.h"
 #include "base/status.h"
 
 namespace fabps::launch {
@@ -18,10 +18,12 @@ struct Child {
   std::string name;  // "pserver-0", "trainer-1", "master"
   std::vector<std::string> argv;
   std::string log;
-  pid_t pid = -1;
+  // Whether the process runs, as of the last Reap (or Kill/Stop); then its
+  // wait status.
   bool running = false;
   int wait_status = 0;
   bool killed_on_purpose = false;  // by --kill-random or at shutdown
+  ChildProcess process;
 };
 
 class ProcessGroup {
