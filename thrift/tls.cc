@@ -6,11 +6,11 @@
 #include <openssl/x509v3.h>
 #include <signal.h>
 
+#include <algorithm>
 #include <cerrno>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <algorithm>
 #include <mutex>
 
 namespace fabps::rpc {
@@ -54,14 +54,15 @@ void IgnoreSigpipe() {
 Result<SSL_CTX*> NewContext(bool server) {
   IgnoreSigpipe();
   ERR_clear_error();
-  SSL_CTX* ctx = SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
+  SSL_CTX* ctx =
+      SSL_CTX_new(server ? TLS_server_method() : TLS_client_method());
   if (ctx == nullptr) return Status::IOError("SSL_CTX_new: " + DrainErrors());
   SSL_CTX_set_min_proto_version(ctx, TLS1_2_VERSION);
   SSL_CTX_set_options(ctx, SSL_OP_NO_RENEGOTIATION | SSL_OP_NO_COMPRESSION);
   // The server's sockets are non-blocking and Thrift may offer a different
   // buffer on a retried write.
-  SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE |
-                            SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
+  SSL_CTX_set_mode(
+      ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   return ctx;
 }
 
@@ -71,9 +72,9 @@ Status LoadIdentity(SSL_CTX* ctx, const TlsOptions& o) {
   if (!s.ok()) return s;
   ERR_clear_error();
   if (SSL_CTX_use_certificate_chain_file(ctx, o.cert_file.c_str()) != 1) {
-    return Status::IOError("TLS certificate file '" + o.cert_file +
-                           "' holds no usable PEM certificate: " +
-                           DrainErrors());
+    return Status::IOError(
+        "TLS certificate file '" + o.cert_file +
+        "' holds no usable PEM certificate: " + DrainErrors());
   }
   if (SSL_CTX_use_PrivateKey_file(ctx, o.key_file.c_str(), SSL_FILETYPE_PEM) !=
           1 ||
@@ -91,9 +92,9 @@ Status LoadCa(SSL_CTX* ctx, const TlsOptions& o) {
   if (!s.ok()) return s;
   ERR_clear_error();
   if (SSL_CTX_load_verify_locations(ctx, o.ca_file.c_str(), nullptr) != 1) {
-    return Status::IOError("TLS CA file '" + o.ca_file +
-                           "' holds no usable PEM certificate: " +
-                           DrainErrors());
+    return Status::IOError(
+        "TLS CA file '" + o.ca_file +
+        "' holds no usable PEM certificate: " + DrainErrors());
   }
   return Status::OK();
 }
@@ -124,8 +125,7 @@ Result<std::shared_ptr<TlsContext>> TlsContext::Wrap(SSL_CTX* ctx,
   return std::shared_ptr<TlsContext>(new TlsContext(ctx, server));
 }
 
-Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(
-    const TlsOptions& o) {
+Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(const TlsOptions& o) {
   if (o.cert_file.empty() || o.key_file.empty()) {
     return Status::InvalidArgument(
         "a TLS server needs a certificate and its key (--tls-cert and "
@@ -140,16 +140,14 @@ Result<std::shared_ptr<TlsContext>> TlsContext::ForServer(
       // Mutual TLS: clients must show a certificate of this CA.
       STACK_OF(X509_NAME)* names = SSL_load_client_CA_file(o.ca_file.c_str());
       if (names != nullptr) SSL_CTX_set_client_CA_list(*ctx, names);
-      SSL_CTX_set_verify(*ctx,
-                         SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT,
-                         nullptr);
+      SSL_CTX_set_verify(
+          *ctx, SSL_VERIFY_PEER | SSL_VERIFY_FAIL_IF_NO_PEER_CERT, nullptr);
     }
   }
   return Wrap(*ctx, s, /*server=*/true);
 }
 
-Result<std::shared_ptr<TlsContext>> TlsContext::ForClient(
-    const TlsOptions& o) {
+Result<std::shared_ptr<TlsContext>> TlsContext::ForClient(const TlsOptions& o) {
   if (o.ca_file.empty()) {
     return Status::InvalidArgument(
         "a TLS client needs the CA file that signs the servers' certificates "
@@ -170,8 +168,8 @@ Result<std::shared_ptr<TlsContext>> TlsContext::ForClient(
 
 TlsContext::~TlsContext() { SSL_CTX_free(ctx_); }
 
-std::unique_ptr<TlsSession> TlsSession::Make(const TlsContext& context,
-                                             int fd, const std::string& host,
+std::unique_ptr<TlsSession> TlsSession::Make(const TlsContext& context, int fd,
+                                             const std::string& host,
                                              std::string* why) {
   ERR_clear_error();
   SSL* ssl = SSL_new(context.ctx());
@@ -273,14 +271,14 @@ TlsSession::Io TlsSession::Verdict() {
   errno = 0;
   int rc = SSL_peek(ssl_, &byte, 1);
   Io io = rc > 0 ? Io::kOk : Classify(rc, "TLS handshake", false);
-  if (io == Io::kWantRead &&
-      !SSL_SESSION_has_ticket(SSL_get0_session(ssl_))) {
+  if (io == Io::kWantRead && !SSL_SESSION_has_ticket(SSL_get0_session(ssl_))) {
     return Io::kWantRead;
   }
   if (io == Io::kClosed) {
     refused_ = true;
-    error_ = "TLS handshake: the server closed the connection (this "
-             "process's certificate refused?)";
+    error_ =
+        "TLS handshake: the server closed the connection (this "
+        "process's certificate refused?)";
     return Io::kError;
   }
   if (io == Io::kError) return io;

@@ -70,8 +70,8 @@ class TlsContext {
  private:
   TlsContext(SSL_CTX* ctx, bool server) : ctx_(ctx), server_(server) {}
   // Takes ctx; frees it and returns s when s is an error.
-  static Result<std::shared_ptr<TlsContext>> Wrap(SSL_CTX* ctx,
-                                                  const Status& s, bool server);
+  static Result<std::shared_ptr<TlsContext>> Wrap(SSL_CTX* ctx, const Status& s,
+                                                  bool server);
   SSL_CTX* ctx_;
   bool server_;
 };

@@ -57,10 +57,10 @@ void TlsClientSocket::Handshake() {
                              std::to_string(port_) + " timed out",
                          false);
     }
-    pollfd p{socket_,
-             static_cast<short>(io == TlsSession::Io::kWantRead ? POLLIN
-                                                                : POLLOUT),
-             0};
+    pollfd p{
+        socket_,
+        static_cast<short>(io == TlsSession::Io::kWantRead ? POLLIN : POLLOUT),
+        0};
     ::poll(&p, 1, static_cast<int>(left));
   }
   ::fcntl(socket_, F_SETFL, flags);

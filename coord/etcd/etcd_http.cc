@@ -155,7 +155,8 @@ void EtcdHttp::SetTls(std::string ca_file, std::string cert_file,
 
 void EtcdHttp::ApplyTls(void* handle) const {
   CURL* curl = static_cast<CURL*>(handle);
-  if (!ca_file_.empty()) curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
+  if (!ca_file_.empty())
+    curl_easy_setopt(curl, CURLOPT_CAINFO, ca_file_.c_str());
   if (!cert_file_.empty()) {
     curl_easy_setopt(curl, CURLOPT_SSLCERT, cert_file_.c_str());
     curl_easy_setopt(curl, CURLOPT_SSLKEY, key_file_.c_str());
@@ -269,15 +270,15 @@ Result<Json> EtcdHttp::CallWithToken(const std::string& path, const Json& body,
             "etcd response from " + url + " over " +
             std::to_string(kMaxResponseBytes) + " bytes");
       }
-      const std::string what = url + ": " + curl_easy_strerror(rc) +
-                               (detail[0] != '\0' ? std::string(" (") +
-                                                         detail + ")"
-                                                   : std::string());
+      const std::string what =
+          url + ": " + curl_easy_strerror(rc) +
+          (detail[0] != '\0' ? std::string(" (") + detail + ")"
+                             : std::string());
       // A certificate refused (etcd's, by us: wrong CA or name; ours, by
       // etcd, told by a TLS alert) or unusable files: no endpoint will do
       // better.
-      if (rc == CURLE_PEER_FAILED_VERIFICATION ||
-          rc == CURLE_SSL_CERTPROBLEM || rc == CURLE_SSL_CACERT_BADFILE ||
+      if (rc == CURLE_PEER_FAILED_VERIFICATION || rc == CURLE_SSL_CERTPROBLEM ||
+          rc == CURLE_SSL_CACERT_BADFILE ||
           (std::strstr(detail, "SSL") != nullptr &&
            std::strstr(detail, "alert") != nullptr)) {
         return Status::PermissionDenied("etcd refused TLS: " + what);

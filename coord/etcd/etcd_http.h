@@ -53,8 +53,7 @@ class EtcdHttp {
   // TLS to https:// endpoints: the CA file that signs etcd's certificate
   // ("" for the system's CAs), and this client's certificate and key for an
   // etcd run with --client-cert-auth ("" for none). Call before any Call.
-  void SetTls(std::string ca_file, std::string cert_file,
-              std::string key_file);
+  void SetTls(std::string ca_file, std::string cert_file, std::string key_file);
   // Applies the TLS files to a curl handle (a no-op without any).
   void ApplyTls(void* curl) const;
   // The current token (authenticating first when there is none). Only with

@@ -146,8 +146,8 @@ Status EtcdServer::Launch(int timeout_ms) {
     argv.insert(argv.end(), {"--cert-file", tls_.cert, "--key-file", tls_.key,
                              "--listen-metrics-urls", metrics});
     if (!tls_.client_ca.empty()) {
-      argv.insert(argv.end(), {"--trusted-ca-file", tls_.client_ca,
-                               "--client-cert-auth"});
+      argv.insert(argv.end(),
+                  {"--trusted-ca-file", tls_.client_ca, "--client-cert-auth"});
     }
   }
   FABPS_ASSIGN_OR_RETURN(process_, Subprocess::Start(argv, log_path_));

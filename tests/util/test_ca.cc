@@ -34,15 +34,15 @@ Result<CertFiles> TestCa::Issue(const std::string& who,
                                 const std::string& san) const {
   const std::string base = dir_ + "/" + who;
   CertFiles out{base + ".pem", base + ".key"};
-  std::ofstream(base + ".ext") << "subjectAltName=" << san
-                               << "\nbasicConstraints=CA:FALSE\n";
+  std::ofstream(base + ".ext")
+      << "subjectAltName=" << san << "\nbasicConstraints=CA:FALSE\n";
   FABPS_RETURN_IF_ERROR(Run("openssl req" + std::string(kNewKey) +
                             "-subj /CN=" + who + " -keyout " + out.key +
                             " -out " + base + ".csr"));
   FABPS_RETURN_IF_ERROR(Run("openssl x509 -req -days 2 -in " + base +
                             ".csr -CA " + pem() + " -CAkey " + key() +
-                            " -CAcreateserial -extfile " + base +
-                            ".ext -out " + out.cert));
+                            " -CAcreateserial -extfile " + base + ".ext -out " +
+                            out.cert));
   return out;
 }
 
