@@ -70,14 +70,6 @@ bool WaitUntilAbsent(Store* store, const std::string& key, Deadline deadline) {
   return false;
 }
 
-bool WaitUntil(const std::function<bool()>& done, Deadline deadline) {
-  while (!done()) {
-    if (deadline.Expired()) return done();
-    std::this_thread::sleep_for(std::chrono::milliseconds(10));
-  }
-  return true;
-}
-
 void BackendTest::SetUp() {
   auto env = BackendEnv::Create(GetParam());
   if (!env.ok() && env.status().code() == Status::Code::kNotFound)

@@ -13,6 +13,7 @@
 #include "coord/store.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/subprocess.h"
+#include "tests/util/wait_until.h"
 
 namespace fabps::coord::testing {
 
@@ -48,10 +49,8 @@ std::string HelperBinary();
 // watching for its delete; false when `deadline` passes first.
 bool WaitUntilAbsent(Store* store, const std::string& key, Deadline deadline);
 
-// Checks `done` every few milliseconds until it is true or `deadline`
-// passes; returns its last value. For conditions no store event signals
-// (a keep-alive thread noticing a loss).
-bool WaitUntil(const std::function<bool()>& done, Deadline deadline);
+// Polls a condition until a deadline (one home: tests/util/wait_until.h).
+using fabps::testing::WaitUntil;
 
 // The fixture of the suites run over both backends: a backend, and stores
 // opened on it for one job named after the test (each store stands for one

@@ -213,7 +213,6 @@ TEST_F(TlsTest, CallsPipelinedInOneRecordAreNotLeftHanging) {
   const std::string two = w::Call("Status") + w::Call("Status");
   socket.write(reinterpret_cast<const uint8_t*>(two.data()),
                static_cast<uint32_t>(two.size()));
-  auto t = std::chrono::steady_clock::now();
   uint8_t header[4];
   ASSERT_EQ(socket.readAll(header, 4), 4u);
   std::string frame(ntohl(*reinterpret_cast<uint32_t*>(header)), '\0');
@@ -233,10 +232,6 @@ TEST_F(TlsTest, CallsPipelinedInOneRecordAreNotLeftHanging) {
   }
   EXPECT_FALSE(timed_out) << "the second call was left hanging";
   EXPECT_EQ(server_->stats().pipelined_over_tls, 1u);
-  EXPECT_LT(std::chrono::duration_cast<std::chrono::milliseconds>(
-                std::chrono::steady_clock::now() - t)
-                .count(),
-            4000);
 }
 
 TEST_F(TlsTest, TlsClientToAPlainServerFailsWithoutHanging) {
