@@ -3,26 +3,24 @@
 // from a client), the replies a client reads, and a whole message header
 // as the servers' processors read it. Bytes go through a TMemoryBuffer and
 // TBinaryProtocol with the limits thrift/internal/guarded_processor.cc sets
-// (BoundByFrame; see ReaderOf). A decoded InitConfig goes on through
-// InitSpecFromThrift, which must validate it and return a Status.
+// (BoundByFrame, the same function; see ReaderOf). A decoded InitConfig goes on
+// through InitSpecFromThrift, which must validate it and return a Status.
 //
 // The first input byte picks the struct; the rest is its encoding. Decoding
 // may fail only with a Thrift exception; whatever decodes re-encodes to
 // bytes that decode and re-encode to themselves.
-#include <thrift/TConfiguration.h>
 #include <thrift/protocol/TBinaryProtocol.h>
 #include <thrift/protocol/TProtocolException.h>
 #include <thrift/transport/TBufferTransports.h>
 
-#include <algorithm>
 #include <cstddef>
 #include <cstdint>
-#include <limits>
 #include <memory>
 #include <string>
 
 #include "fuzz/fuzz_util.h"
 #include "pserver/rpc/init_config.h"
+#include "thrift/internal/guarded_processor.h"
 #include "thrift_gen/master/Master.h"
 #include "thrift_gen/pserver/PServer.h"
 
@@ -35,25 +33,20 @@ using apache::thrift::transport::TMemoryBuffer;
 namespace ps = fabps::rpc::pserver;
 namespace ms = fabps::rpc::master;
 
-// The limits guarded_processor.cc's BoundByFrame sets for a frame: strings
-// and containers no longer than the bytes left in it, containers at most
-// 2^20 elements, and a message-size budget of those bytes. Here the frame is
-// the input. (With a fixed 16 MiB string limit, a length field alone made
-// TBinaryProtocol resize a string to 16 MiB before finding the bytes missing:
-// most of this target's time went into that memset and its page faults.)
-constexpr int32_t kMaxContainerElements = 1 << 20;
-
+// Reads `data` as the server reads a request frame: through a TMemoryBuffer
+// bounded by BoundByFrame (thrift/internal/guarded_processor.h). (With a
+// fixed 16 MiB string limit, a length field alone made TBinaryProtocol
+// resize a string to 16 MiB before finding the bytes missing: most of this
+// target's time went into that memset and its page faults.)
 std::unique_ptr<TBinaryProtocol> ReaderOf(const uint8_t* data, size_t n) {
-  auto config =
-      std::make_shared<apache::thrift::TConfiguration>(static_cast<int>(n));
   auto buf = std::make_shared<TMemoryBuffer>(const_cast<uint8_t*>(data),
                                              static_cast<uint32_t>(n),
-                                             TMemoryBuffer::OBSERVE, config);
-  const int32_t limit = static_cast<int32_t>(
-      std::min<size_t>(n, std::numeric_limits<int32_t>::max()));
-  return std::make_unique<TBinaryProtocol>(
-      buf, limit, std::min(limit, kMaxContainerElements),
+                                             TMemoryBuffer::OBSERVE);
+  auto proto = std::make_unique<TBinaryProtocol>(
+      buf, /*string_limit=*/0, /*container_limit=*/0,
       /*strict_read=*/false, /*strict_write=*/true);
+  fabps::rpc::internal::BoundByFrame(proto.get(), buf.get());
+  return proto;
 }
 
 template <typename T>

@@ -21,10 +21,14 @@ using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::protocol::TProtocol;
 using apache::thrift::transport::TMemoryBuffer;
 
-// Lengths inside the message can claim no more than the bytes left in its
-// frame: Thrift checks strings against the protocol's limit and container
-// sizes (times the smallest element) against the transport's known message
-// size.
+std::string PeerOf(const ConnectionState* connection) {
+  return connection != nullptr ? connection->peer() : "?";
+}
+
+}  // namespace
+
+// Thrift checks strings against the protocol's limit and container sizes
+// (times the smallest element) against the transport's known message size.
 void BoundByFrame(TProtocol* in, TMemoryBuffer* buffer) {
   uint32_t left = buffer->available_read();
   auto* binary = dynamic_cast<TBinaryProtocol*>(in);
@@ -47,12 +51,6 @@ void BoundByFrame(TProtocol* in, TMemoryBuffer* buffer) {
   buffer->readEnd();  // resets the message size accounting, keeps the data
   buffer->updateKnownMessageSize(left);
 }
-
-std::string PeerOf(const ConnectionState* connection) {
-  return connection != nullptr ? connection->peer() : "?";
-}
-
-}  // namespace
 
 std::string PeekMethodName(TMemoryBuffer* buffer) {
   uint32_t len = 8;

@@ -35,6 +35,15 @@ namespace fabps::rpc::internal {
 // Elements of one list, set or map inside a request.
 constexpr int32_t kMaxContainerElements = 1 << 20;
 
+// Bounds what the message `in` reads from `buffer` by the bytes left in
+// it: strings and containers no longer than those bytes, containers at
+// most kMaxContainerElements, and a message-size budget of all of them
+// (frames may pass Thrift's 100 MiB default up to max_frame_bytes). Applied
+// to every request frame before it is decoded; the control-plane fuzzer
+// reads its inputs through it too.
+void BoundByFrame(apache::thrift::protocol::TProtocol* in,
+                  apache::thrift::transport::TMemoryBuffer* buffer);
+
 // The per-connection context TNonblockingServer hands to process(): which
 // connection a request came on (set before each request by the server's
 // event handler), and whether it has presented the job token.
