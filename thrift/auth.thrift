@@ -21,8 +21,10 @@
 // other call on a connection that has not been accepted with a
 // TApplicationException ("job token required") and closes it.
 //
-// Tokens are 1..4096 bytes (compared in constant time). This file is not
-// compiled into a C++ service: no server dispatches "Auth" by that name.
+// Tokens are 1..4096 bytes (compared in constant time). The C++ side takes
+// AUTH_METHOD and the generated Auth_Auth_args / Auth_Auth_result from this
+// file (thrift/internal/auth_message.cc); no server dispatches "Auth" by
+// that name.
 
 namespace cpp fabps.rpc.auth
 namespace py fabps_thrift.auth

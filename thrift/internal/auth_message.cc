@@ -3,6 +3,8 @@
 #include <thrift/TApplicationException.h>
 
 #include "thrift/job_token.h"
+#include "thrift_gen/auth/Auth.h"
+#include "thrift_gen/auth/auth_constants.h"
 
 namespace fabps::rpc::internal {
 
@@ -15,14 +17,13 @@ void EndMessageAndFlush(tp::TProtocol* p) {
   p->getTransport()->flush();
 }
 
+const std::string& AuthMethod() { return auth::g_auth_constants.AUTH_METHOD; }
+
 void WriteAuthCall(tp::TProtocol* p, const std::string& token) {
-  p->writeMessageBegin(kAuthMethod, tp::T_CALL, 0);
-  p->writeStructBegin("Auth_args");
-  p->writeFieldBegin("token", tp::T_STRING, 1);
-  p->writeString(token);
-  p->writeFieldEnd();
-  p->writeFieldStop();
-  p->writeStructEnd();
+  p->writeMessageBegin(AuthMethod(), tp::T_CALL, 0);
+  auth::Auth_Auth_args args;
+  args.token = token;
+  args.write(p);
   EndMessageAndFlush(p);
 }
 
@@ -42,7 +43,7 @@ Status ReadAuthReply(tp::TProtocol* p, const std::string& where) {
   p->skip(tp::T_STRUCT);
   p->readMessageEnd();
   p->getTransport()->readEnd();
-  if (type != tp::T_REPLY || name != kAuthMethod) {
+  if (type != tp::T_REPLY || name != AuthMethod()) {
     return Status::Corruption(where + ": unexpected answer to fabps.Auth");
   }
   return Status::OK();
@@ -52,31 +53,16 @@ void ReadAuthCall(tp::TProtocol* in, std::string* token, tp::TMessageType* type,
                   int32_t* seqid) {
   std::string name;
   in->readMessageBegin(name, *type, *seqid);
-  std::string struct_name;
-  in->readStructBegin(struct_name);
-  for (;;) {
-    std::string field;
-    tp::TType ftype;
-    int16_t fid = 0;
-    in->readFieldBegin(field, ftype, fid);
-    if (ftype == tp::T_STOP) break;
-    if (fid == 1 && ftype == tp::T_STRING) {
-      in->readString(*token);
-    } else {
-      in->skip(ftype);
-    }
-    in->readFieldEnd();
-  }
-  in->readStructEnd();
+  auth::Auth_Auth_args args;
+  args.read(in);
+  *token = std::move(args.token);
   in->readMessageEnd();
   in->getTransport()->readEnd();
 }
 
 void WriteAuthReply(tp::TProtocol* out, int32_t seqid) {
-  out->writeMessageBegin(kAuthMethod, tp::T_REPLY, seqid);
-  out->writeStructBegin("Auth_result");
-  out->writeFieldStop();
-  out->writeStructEnd();
+  out->writeMessageBegin(AuthMethod(), tp::T_REPLY, seqid);
+  auth::Auth_Auth_result().write(out);
   EndMessageAndFlush(out);
 }
 

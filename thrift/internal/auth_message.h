@@ -1,8 +1,10 @@
 // The fabps.Auth message (thrift/job_token.h) in Thrift's binary protocol,
 // both sides of it in one place so that client and server cannot drift
-// apart: a call "fabps.Auth" whose argument struct has the token as field 1
-// (a string), answered by a reply with an empty result struct, or by a
-// TApplicationException when the token is refused.
+// apart, and both from thrift/auth.thrift (its AUTH_METHOD constant and the
+// generated argument and result structs): a call "fabps.Auth" whose
+// argument struct has the token as field 1 (a string), answered by a reply
+// with an empty result struct, or by a TApplicationException when the token
+// is refused.
 //
 // Each function works on a protocol whose transport frames the message
 // (TFramedTransport, or the server's per-frame buffer); Write* end the
@@ -19,6 +21,9 @@
 #include "base/status.h"
 
 namespace fabps::rpc::internal {
+
+// The message name, "fabps.Auth" (AUTH_METHOD of thrift/auth.thrift).
+const std::string& AuthMethod();
 
 // Client: the call carrying `token`.
 void WriteAuthCall(apache::thrift::protocol::TProtocol* p,

@@ -90,7 +90,7 @@ bool GuardedProcessor::process(std::shared_ptr<TProtocol> in,
   try {
     std::string method =
         in_buffer != nullptr ? PeekMethodName(in_buffer) : std::string();
-    if (method == kAuthMethod) {
+    if (method == AuthMethod()) {
       ok = Authenticate(in.get(), out.get(), ctx, &message);
       if (!ok) error = TApplicationException::UNKNOWN;
     } else if (!token_.empty() && (ctx == nullptr || !ctx->authenticated)) {
