@@ -2,7 +2,8 @@
 // only, so that fabps_base itself does not compile CLI11): a bad flag value
 // becomes one line on stderr naming the program, the flag and the allowed
 // range, e.g. "fabps-master: --task-timeout: Value 0 not in range 1 to
-// 86400000", and the exit codes are the same everywhere.
+// 86400000", the exit codes are the same everywhere, and --help shows
+// every option's default.
 #ifndef FABPS_BASE_CLI_H_
 #define FABPS_BASE_CLI_H_
 
@@ -12,11 +13,38 @@
 
 namespace fabps {
 
-// Parses argv into `app`'s options. Returns -1 when parsing succeeded and
-// the program should go on, else the exit code: 0 after --help (printed on
-// stdout), 2 after an error (one line on stderr, prefixed with the program's
-// name without its directory).
+// Appends " (default: V)" to the description of every option of `app` that
+// takes a value, V being the default string the program set on the option
+// (->default_str("...")) or else the value its bound variable holds now (so
+// call it after the options are added and before parsing: the values in
+// the variables are the defaults). Nothing is added to a switch (add_flag:
+// off is its default), a required option, an option whose default prints
+// as empty ("" or an empty list), or one whose description already states
+// its default in words ("(default ..."); the descriptions of the last two
+// should say what the default means. Calling it again changes nothing.
+// ParseFlags calls it; a program calling app.parse itself can too.
+inline void ShowDefaultsInHelp(CLI::App& app) {
+  for (CLI::Option* opt : app.get_options()) {
+    if (opt->get_type_size() == 0 || opt->get_required()) continue;
+    const std::string& desc = opt->get_description();
+    if (desc.find("(default") != std::string::npos) continue;
+    if (opt->get_default_str().empty()) opt->capture_default_str();
+    std::string value = opt->get_default_str();
+    // Shown once, in the description: CLI11 would also print it as "=V"
+    // after the type and range.
+    opt->default_str("");
+    if (value.empty() || value == "[]") continue;
+    opt->description(desc.empty() ? "(default: " + value + ")"
+                                  : desc + " (default: " + value + ")");
+  }
+}
+
+// Parses argv into `app`'s options (after ShowDefaultsInHelp). Returns -1 when
+// parsing succeeded and the program should go on, else the exit code: 0 after
+// --help (printed on stdout), 2 after an error (one line on stderr, prefixed
+// with the program's name without its directory).
 inline int ParseFlags(CLI::App& app, int argc, char** argv) {
+  ShowDefaultsInHelp(app);
   try {
     app.parse(argc, argv);
   } catch (const CLI::CallForHelp& e) {

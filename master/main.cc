@@ -171,7 +171,8 @@ int main(int argc, char** argv) {
   CLI::App app("fabps master: hands out a recordio dataset as tasks",
                "fabps-master");
   app.add_option("--store", f.store,
-                 "coordination store: local:/dir or etcd:http://host:port,...");
+                 "coordination store: local:/dir or etcd:http://host:port,... "
+                 "(default: a local store in --state-dir)");
   app.add_option("--state-dir", f.state_dir,
                  "directory of the local store when --store is not given");
   app.add_option("--job", f.job, "job name ([A-Za-z0-9._-]{1,64})");
@@ -179,7 +180,7 @@ int main(int argc, char** argv) {
   app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
-                 "write the chosen port here once listening");
+                 "write the chosen port here once listening (default: none)");
   app.add_option("--worker-threads", f.worker_threads, "RPC worker threads")
       ->check(CLI::Range(1, 256));
   app.add_option("--chunks-per-task", f.dispatch.chunks_per_task,
@@ -195,16 +196,18 @@ int main(int argc, char** argv) {
   app.add_flag("--adaptive-timeout", f.dispatch.adaptive_timeout,
                "timeout = max(--adaptive-timeout-min, factor * moving average "
                "of task durations)");
-  app.add_option("--adaptive-timeout-factor", f.dispatch.adaptive_factor)
+  app.add_option("--adaptive-timeout-factor", f.dispatch.adaptive_factor,
+                 "with --adaptive-timeout: the timeout as a multiple of the "
+                 "moving average of task durations")
       ->check(CLI::Range(1.0, 1000.0));
   app.add_option("--adaptive-timeout-min", f.dispatch.adaptive_min_ms,
-                 "milliseconds")
+                 "with --adaptive-timeout: the smallest timeout, ms")
       ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
   app.add_option("--compact-every", f.dispatch.compact_every,
                  "journal records between snapshots")
       ->check(CLI::Range(size_t{1}, size_t{10'000'000}));
   app.add_option("--expire-interval-ms", f.expire_interval_ms,
-                 "how often pending deadlines are checked")
+                 "how often pending deadlines are checked, ms")
       ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
   fabps::rpc::AddRpcServerFlags(app, &f.rpc);
   app.add_option("--token-file", f.token_file,

@@ -119,11 +119,13 @@ Status LoopbackCheck(const std::string& provider, const std::string& iface) {
 int main(int argc, char** argv) {
   std::string iface = "127.0.0.1";
   std::string check;
-  CLI::App app{"fabps-doctor: which fabrics work here, and why"};
+  CLI::App app{"fabps-doctor: which fabrics work here, and why",
+               "fabps-doctor"};
   app.add_option("-i,--interface", iface,
                  "address for providers that bind to an interface");
   app.add_option("-p,--provider", check,
-                 "also run a loopback RMA write/read through this provider");
+                 "also run a loopback RMA write/read through this provider "
+                 "(default: none)");
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::SetLogLevel(fabps::LogLevel::kWarning);
 

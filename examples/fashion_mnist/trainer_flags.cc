@@ -69,8 +69,10 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                  "training shards (glob; several separated by commas)")
       ->delimiter(',')
       ->required();
-  app.add_option("--test-data", c->test_data,
-                 "test shards (directory or glob), for evaluation");
+  app.add_option(
+      "--test-data", c->test_data,
+      "test shards (directory or glob), for evaluation (default: none, "
+      "no evaluation)");
   app.add_option("--passes", c->passes, "passes over the training data")
       ->check(CLI::Range(1, 10'000));
   app.add_option("--batch", c->batch, "examples per mini-batch")
@@ -85,7 +87,7 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   uint64_t decay_steps = 0;
   app.add_option("--lr-final", lr_final,
                  "with --lr-decay-steps: the learning rate reached linearly "
-                 "after that many updates of each block")
+                 "after that many updates of each block (default: none)")
       ->check(CLI::Range(0.0, 100.0));
   app.add_option("--lr-decay-steps", decay_steps,
                  "updates per block over which --lr decays to --lr-final "
@@ -99,10 +101,10 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   app.add_option("--store", c->store,
                  "coordination store (local:/dir or etcd:http://h:p); the "
                  "first trainer with --test-data to claim eval/trainer in it "
-                 "evaluates");
+                 "evaluates (default: none: --master and --pservers given)");
   app.add_option("--job", c->job, "job name in --store ([A-Za-z0-9._-]{1,64})");
   app.add_option("--metrics-file", c->metrics_file,
-                 "append JSON lines (progress, pass) here");
+                 "append JSON lines (progress, pass) here (default: none)");
   app.add_option("--progress-seconds", c->progress_seconds,
                  "seconds between progress lines")
       ->check(CLI::Range(0.01, 3600.0));

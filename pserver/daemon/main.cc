@@ -276,12 +276,13 @@ int Serve(Flags f, const std::string& token) {
 
 int main(int argc, char** argv) {
   Flags f;
-  CLI::App app("fabps pserver: holds one shard of the parameters");
+  CLI::App app("fabps pserver: holds one shard of the parameters",
+               "fabps-pserver");
   app.add_option("--host", f.host, "address to listen on (control plane)");
   app.add_option("--port", f.port, "control port; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
-                 "write the chosen port here once serving");
+                 "write the chosen port here once serving (default: none)");
   app.add_option("--provider", f.provider,
                  "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
   app.add_option("--interface", f.interface_address,
@@ -291,10 +292,11 @@ int main(int argc, char** argv) {
   app.add_option("--num-pservers", f.num_pservers, "pservers in the job")
       ->check(CLI::Range(1, 65535));
   app.add_option("--block-elements", f.block_elements,
-                 "required layout block size (0: whatever the trainers use)")
+                 "required layout block size, in elements (0: whatever the "
+                 "trainers use)")
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
-                 "checkpoints and init config ('': none)");
+                 "checkpoints and init config (default: none: no checkpoints)");
   app.add_option("--save-period", f.save_period,
                  "seconds between checkpoints (0: only at exit)")
       ->check(CLI::Range(0, 86400 * 7));
@@ -319,7 +321,8 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{1}, int64_t{1024}));
   app.add_option("--store", f.store,
                  "coordination store (local:/dir or etcd:http://...): claim "
-                 "an index there, publish the address");
+                 "an index there, publish the address (default: none: "
+                 "--index as given)");
   app.add_option("--job", f.job, "job name in the store");
   fabps::rpc::AddRpcServerFlags(app, &f.rpc);
   app.add_option("--token-file", f.token_file,
