@@ -17,6 +17,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <signal.h>
+#include <sys/ioctl.h>
 #include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -42,6 +43,7 @@
 #include "thrift/rpc_client.h"
 #include "thrift_gen/pserver/PServer.h"
 #include "tools/launch/process_group.h"
+#include "tools/launch/progress_display.h"
 #include "trainer/master_client.h"
 
 namespace fs = std::filesystem;
@@ -140,9 +142,26 @@ int FreePort() {
   return port;
 }
 
+// The live display animates on a terminal only (not in a log, a pipe, CI,
+// or a terminal that says it cannot move the cursor).
+bool StdoutIsATerminal() {
+  const char* term = std::getenv("TERM");
+  return ::isatty(STDOUT_FILENO) != 0 &&
+         (term == nullptr || std::string(term) != "dumb");
+}
+
+size_t TerminalColumns() {
+  winsize ws{};
+  if (::ioctl(STDOUT_FILENO, TIOCGWINSZ, &ws) == 0 && ws.ws_col > 0)
+    return ws.ws_col;
+  return 0;
+}
+
 class Launcher {
  public:
-  explicit Launcher(Flags f) : f_(std::move(f)) {}
+  explicit Launcher(Flags f)
+      : f_(std::move(f)),
+        display_(f_.passes, StdoutIsATerminal(), TerminalColumns(), stdout) {}
   int Run();
 
  private:
@@ -152,7 +171,9 @@ class Launcher {
   Status StartPservers();
   Status StartTrainers();
   void ReadMetrics();
-  void ShowProgress(bool final_line);
+  // Asks the master and the pservers how far the job is and updates the
+  // display.
+  void ShowProgress();
   void MaybeKill();
   int Finish(bool ok, const std::string& why);
   std::string Bin(const std::string& rel) const {
@@ -166,6 +187,7 @@ class Launcher {
   }
 
   Flags f_;
+  ProgressDisplay display_;
   ProcessGroup group_;
   std::string store_spec_;
   std::vector<TrainerView> views_;
@@ -181,8 +203,6 @@ class Launcher {
   int kills_done_ = 0;
   std::vector<std::string> kill_log_;
   std::mt19937 rng_{12345};
-  bool tty_ = ::isatty(STDOUT_FILENO) != 0;
-  std::chrono::steady_clock::time_point last_line_;
   trainer::MasterStatusSummary master_status_;
 };
 
@@ -371,6 +391,7 @@ void Launcher::ReadMetrics() {
         if (j.contains("test_accuracy") && j["test_accuracy"].is_number()) {
           r.accuracy = j["test_accuracy"].get<double>();
           r.seconds = j.value("seconds", r.seconds);
+          display_.SetAccuracy(p, r.accuracy);
         }
         if (j.contains("loss") && j["loss"].is_number())
           r.loss = j["loss"].get<double>();
@@ -379,7 +400,7 @@ void Launcher::ReadMetrics() {
   }
 }
 
-void Launcher::ShowProgress(bool final_line) {
+void Launcher::ShowProgress() {
   auto now = std::chrono::steady_clock::now();
   {
     trainer::MasterClientOptions mo;
@@ -434,36 +455,14 @@ void Launcher::ShowProgress(bool final_line) {
       with_loss++;
     }
   }
-  int64_t total = master_status_.num_tasks, done = master_status_.done;
-  int width = 30;
-  int filled = total > 0 ? static_cast<int>(width * done / total) : 0;
-  std::string bar(filled, '#');
-  bar += std::string(width - filled, '.');
-  std::string acc;
-  for (auto& [p, r] : passes_) {
-    if (!std::isnan(r.accuracy))
-      acc = " | acc(pass " + std::to_string(p + 1) + ") " +
-            std::to_string(r.accuracy).substr(0, 5);
-  }
-  char line[512];
-  std::snprintf(line, sizeof(line),
-                "pass %lld/%d [%s] %lld/%lld tasks | %.0f samples/s | loss "
-                "%.3f | %.0f updates/s%s",
-                static_cast<long long>(
-                    std::min<int64_t>(master_status_.pass + 1, f_.passes)),
-                f_.passes, bar.c_str(), static_cast<long long>(done),
-                static_cast<long long>(total), sps,
-                with_loss ? loss / with_loss : NAN, updates_per_sec_,
-                acc.c_str());
-  if (tty_) {
-    std::printf("\r\033[K%s", line);
-    if (final_line) std::printf("\n");
-    std::fflush(stdout);
-  } else if (final_line || now - last_line_ > std::chrono::seconds(5)) {
-    std::printf("%s\n", line);
-    std::fflush(stdout);
-    last_line_ = now;
-  }
+  ProgressSample sample;
+  sample.pass = master_status_.pass;
+  sample.tasks_done = master_status_.done;
+  sample.tasks_total = master_status_.num_tasks;
+  sample.samples_per_sec = sps;
+  sample.loss = with_loss ? loss / with_loss : NAN;
+  sample.updates_per_sec = updates_per_sec_;
+  display_.Update(sample);
 }
 
 void Launcher::MaybeKill() {
@@ -509,7 +508,7 @@ void Launcher::MaybeKill() {
   std::string msg = "killed " + v + " (kill -9) and restarted it" +
                     (s.ok() ? "" : ": restart failed: " + s.ToString());
   kill_log_.push_back(msg);
-  std::printf("%s%s\n", tty_ ? "\r\033[K" : "", msg.c_str());
+  display_.Note(msg);
 }
 
 int Launcher::Finish(bool ok, const std::string& why) {
@@ -547,7 +546,7 @@ int Launcher::Finish(bool ok, const std::string& why) {
 }
 
 int Launcher::Run() {
-  start_ = last_rate_ = last_line_ = std::chrono::steady_clock::now();
+  start_ = last_rate_ = std::chrono::steady_clock::now();
   next_kill_ = start_ + KillInterval();
   fs::create_directories(f_.run_dir);
   std::printf(
@@ -564,7 +563,7 @@ int Launcher::Run() {
   std::vector<bool> finished(f_.trainers, false);
   for (;;) {
     if (g_signal != 0) {
-      if (tty_) std::printf("\n");
+      display_.Finish(false);
       return Finish(false, "interrupted: stopped every process");
     }
     for (const auto& name : group_.Reap()) {
@@ -580,16 +579,17 @@ int Launcher::Run() {
           WIFEXITED(c->wait_status)
               ? "exit code " + std::to_string(WEXITSTATUS(c->wait_status))
               : "signal " + std::to_string(WTERMSIG(c->wait_status));
-      ShowProgress(true);
+      ShowProgress();
+      display_.Finish(false);
       return Finish(false, name + " failed (" + how + "); last lines of " +
                                c->log + ":\n" + TailOfFile(c->log, 25));
     }
     ReadMetrics();
-    ShowProgress(false);
+    ShowProgress();
     bool all = true;
     for (bool b : finished) all = all && b;
     if (all) {
-      ShowProgress(true);
+      display_.Finish(true);
       return Finish(true, "");
     }
     MaybeKill();
@@ -637,7 +637,22 @@ int main(int argc, char** argv) {
   fabps::launch::Flags f;
   CLI::App app(
       "fabps-launch: a local fabps training job (Fashion-MNIST) from one "
-      "command");
+      "command",
+      "fabps-launch");
+  app.footer(
+      "Examples:\n"
+      "  fabps-launch                            5 passes, 2 pservers, 2 "
+      "trainers, local store\n"
+      "  fabps-launch --passes 2 --trainers 3 --provider shm\n"
+      "  fabps-launch --kill-random 2            kill -9 and restart a "
+      "random process twice\n"
+      "  fabps-launch --kill-random 1 --kill-target master --start-etcd\n"
+      "                                          the standby master takes "
+      "over, on etcd\n"
+      "  fabps-launch --tls                      control plane over mutual "
+      "TLS\n"
+      "  fabps-launch --run-dir /tmp/job         logs, metrics, checkpoints "
+      "there");
   app.add_option("--pservers", f.pservers, "parameter servers")
       ->check(CLI::Range(1, 64));
   app.add_option("--trainers", f.trainers, "trainers")
@@ -656,15 +671,16 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0.0, 10.0));
   app.add_option(
       "--run-dir", f.run_dir,
-      "where logs, metrics and checkpoints go (default runs/<time>)");
+      "where logs, metrics and checkpoints go (default: runs/<time>)");
   app.add_option(
       "--data-dir", f.data_dir,
-      "converted dataset cache (default ~/.cache/fabps/fashion-mnist)");
+      "converted dataset cache (default: ~/.cache/fabps/fashion-mnist)");
   app.add_option("--bin-dir", f.bin_dir,
                  "build tree with the fabps binaries (default: this one's)");
   app.add_option(
       "--etcd", f.etcd,
-      "etcd endpoints (http://host:port,...) instead of the local store");
+      "etcd endpoints (http://host:port,...) instead of the local store "
+      "(default: none: the embedded local store in <run-dir>/store)");
   app.add_flag("--start-etcd", f.start_etcd, "run a local etcd for this job");
   app.add_flag("--tls", f.tls,
                "control plane over mutual TLS with a throw-away CA made in "
@@ -674,15 +690,16 @@ int main(int argc, char** argv) {
          "--kill-random", f.kill_random,
          "kill -9 and restart a random process of --kill-target N times")
       ->check(CLI::Range(0, 1000));
-  app.add_option("--kill-every", f.kill_every_s, "seconds between kills")
+  app.add_option("--kill-every", f.kill_every_s,
+                 "seconds between kills, from the start of training")
       ->check(CLI::Range(0.1, 3600.0));
   app.add_option("--kill-target", f.kill_target, "what --kill-random may kill")
       ->check(CLI::IsMember({"any", "trainer", "pserver", "master"}));
   app.add_option("--task-timeout", f.task_timeout_ms,
-                 "master: ms before a pending task is handed out again")
+                 "ms before the master hands a pending task out again")
       ->check(CLI::Range(100, 3600000));
   app.add_option("--save-period", f.save_period,
-                 "pserver checkpoint period, seconds")
+                 "seconds between pserver checkpoints")
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
