@@ -9,6 +9,7 @@
 
 #include <fstream>
 #include <regex>
+#include <sstream>
 #include <string>
 
 #include "tests/util/subprocess.h"
@@ -38,11 +39,12 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
 
 // Runs the launcher; returns its output, with its exit code in *code.
 std::string RunLauncher(const TempDir& dir,
-                        const std::vector<std::string>& extra, int* code) {
+                        const std::vector<std::string>& extra, int* code,
+                        int passes = 1) {
   std::vector<std::string> argv = {
       testing::BuiltBinary("tools/launch/fabps-launch"),
       "--passes",
-      "1",
+      std::to_string(passes),
       "--pservers",
       "2",
       "--trainers",
@@ -81,6 +83,34 @@ TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
   EXPECT_GT(acc, 0.5) << "10 classes: chance is 0.1\n" << out;
   EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
       << "processes left behind";
+}
+
+// Output that is not a terminal (here a file) is plain: no control
+// characters, and for each pass, in order, exactly one line: its final one,
+// all tasks done, ending with its test accuracy.
+TEST(Launch, PlainOutputHasOneFinalLinePerPass) {
+  TempDir dir;
+  int code = -1;
+  std::string out = RunLauncher(dir, {}, &code, /*passes=*/2);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_EQ(out.find('\r'), std::string::npos) << out;
+  EXPECT_EQ(out.find('\033'), std::string::npos) << out;
+  std::regex any_pass_line(R"(^pass [0-9]+/)");
+  std::regex final_line(
+      R"(^pass ([0-9]+)/2 \[#{20}\] ([0-9]+)/([0-9]+) tasks \| .* \| acc )"
+      R"(0\.[0-9]{4}$)");
+  std::vector<std::string> lines;
+  std::istringstream in(out);
+  for (std::string line; std::getline(in, line);) {
+    if (std::regex_search(line, any_pass_line)) lines.push_back(line);
+  }
+  ASSERT_EQ(lines.size(), 2u) << out;
+  for (size_t i = 0; i < lines.size(); i++) {
+    std::smatch m;
+    ASSERT_TRUE(std::regex_search(lines[i], m, final_line)) << lines[i];
+    EXPECT_EQ(m[1], std::to_string(i + 1)) << out;
+    EXPECT_EQ(m[2], m[3]) << "a final line has every task done: " << lines[i];
+  }
 }
 
 TEST(Launch, SurvivesAPserverKilledAndRestartedOverTls) {
