@@ -29,7 +29,7 @@ log="$build/build.log"
 # on a terminal, which a pipe is not), keeps all of it in $log and shows the
 # progress.
 show_progress() {
-  local tty=0 cols=80 line done_ total pct last_pct=-1 other=0
+  local tty=0 cols=80 line done_ total pct last_pct=-1
   if [ -t 1 ]; then
     tty=1
     cols=$(tput cols 2>/dev/null || echo 80)
@@ -48,14 +48,9 @@ show_progress() {
           last_pct=$pct
         fi
       fi
-    elif [ "$line" != "ninja: no work to do." ]; then
-      other=$((other + 1))
     fi
   done
   if [ "$tty" = 1 ]; then printf '\r\033[K'; fi
-  if [ "$other" -gt 0 ]; then
-    echo "build: $other lines of compiler output in $log"
-  fi
 }
 
 start=$SECONDS
@@ -66,5 +61,9 @@ if [ "$status" -ne 0 ]; then
   echo "build FAILED; its output without the progress lines ($log has all):" >&2
   grep -v '^\[[0-9]*/[0-9]*\] ' "$log" >&2 || true
   exit "$status"
+fi
+other=$(grep -cv -e '^\[[0-9]*/[0-9]*\] ' -e '^ninja: no work to do\.$' "$log" || true)
+if [ "$other" -gt 0 ]; then
+  echo "build: $other lines of compiler output (warnings) in $log"
 fi
 echo "build: done in $((SECONDS - start)) s (${targets[*]:-all targets})"
