@@ -4,7 +4,8 @@
 // standby master, --pservers pservers and --trainers trainers of the
 // Fashion-MNIST example, all finding each other through the store,
 // on the embedded local store by default (or etcd: --etcd ENDPOINTS, or
-// --start-etcd to run one), shows live progress, and prints a summary at the
+// --start-etcd to run one), shows live progress (one line per pass:
+// tools/launch/progress_display.h), and prints a summary at the
 // end. Every process logs to its own file in the run directory; when one
 // fails, the tail of its log is printed. Ctrl-C stops everything in order.
 // --kill-random N kills a random trainer, pserver or the leading master
