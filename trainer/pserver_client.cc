@@ -345,13 +345,13 @@ struct PServerClient::Impl {
     if (!read) {
       // Rows of repeated ids add up in caller order.
       const bool f32 = layout->params()[t.param].dtype == DType::kFloat32;
-      uint32_t written = 0;
+      std::vector<bool> written(g.ids.size(), false);
       for (const auto& [pos, idx] : g.entries) {
         const char* src = values + pos * t.row_bytes;
         char* dst = out + size_t{idx} * t.row_bytes;
-        if (idx == written) {
+        if (!written[idx]) {
           std::memcpy(dst, src, t.row_bytes);
-          written++;
+          written[idx] = true;
         } else if (f32) {
           SumInto<float>(dst, src, t.row_bytes);
         } else {

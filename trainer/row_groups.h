@@ -2,7 +2,7 @@
 // layout block (and so the pserver) that holds them, duplicates merged.
 //
 // The caller's row ids come in any order and may repeat. Each group is one
-// block: its distinct ids in order of first appearance, and for every
+// block: its distinct ids in ascending order, and for every
 // caller position naming a row of the block, which distinct id it is. A
 // push sums the rows of repeated ids in caller order (what the pserver's
 // own sum of duplicates would do, pserver/sparse_rows.h), a pull copies one
@@ -22,7 +22,7 @@ namespace fabps::trainer {
 struct RowGroup {
   uint32_t block = 0;
   uint32_t pserver = 0;
-  std::vector<uint64_t> ids;  // distinct parameter rows, first-seen order
+  std::vector<uint64_t> ids;  // distinct parameter rows, ascending
   // (caller position, index into ids), in caller order.
   std::vector<std::pair<size_t, uint32_t>> entries;
 };
