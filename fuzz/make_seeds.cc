@@ -161,6 +161,10 @@ void WireSeeds() {
     return std::string(reinterpret_cast<char*>(&v), 8);
   };
   Put("wire_fuzzer", "push", u64(wire::EncodePush({3, 7, 12345})));
+  Put("wire_fuzzer", "push-rows",
+      u64(wire::EncodePush({3, 7, 12345, wire::PushKind::kRows})));
+  Put("wire_fuzzer", "push-rows-read",
+      u64(wire::EncodePush({3, 7, 12345, wire::PushKind::kRowsRead})));
   Put("wire_fuzzer", "push-max",
       u64(wire::EncodePush({0xFFFF, 255, 0xFFFFFFFFu})));
   Put("wire_fuzzer", "credit",

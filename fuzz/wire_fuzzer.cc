@@ -15,7 +15,8 @@ namespace wire = fabps::pserver::wire;
 
 void CheckValue(uint64_t v) {
   auto push = wire::DecodePush(v);
-  FABPS_FUZZ_CHECK(push.ok() == ((v >> 56) == 0xA5));
+  const uint64_t tag = v >> 56;  // 0xA5 dense, 0xA6 rows, 0xA7 rows read
+  FABPS_FUZZ_CHECK(push.ok() == (tag >= 0xA5 && tag <= 0xA7));
   if (push.ok()) {
     FABPS_FUZZ_CHECK(push->trainer <= wire::kMaxTrainerIndex);
     FABPS_FUZZ_CHECK(push->slot < wire::kMaxSlots);
@@ -36,7 +37,11 @@ void CheckFields(const uint8_t* d) {
   auto back = wire::DecodePush(wire::EncodePush(p));
   FABPS_FUZZ_CHECK(back.ok());
   FABPS_FUZZ_CHECK(back->trainer == (a & 0xFFFF) && back->slot == (b & 0xFF) &&
-                   back->block == c);
+                   back->block == c && back->kind == wire::PushKind::kDense);
+  for (wire::PushKind k : {wire::PushKind::kRows, wire::PushKind::kRowsRead}) {
+    auto rows = wire::DecodePush(wire::EncodePush({a, b, c, k}));
+    FABPS_FUZZ_CHECK(rows.ok() && rows->kind == k && rows->block == c);
+  }
   wire::CreditImm cr{a, b, static_cast<fabps::Status::Code>(d[12]), c};
   wire::CreditImm cb = wire::DecodeCredit(wire::EncodeCredit(cr));
   FABPS_FUZZ_CHECK(cb.pserver == (a & 0xFFFF) && cb.slot == (b & 0xFF) &&

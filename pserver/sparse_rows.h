@@ -51,7 +51,8 @@ std::string EncodeSparseRows(const std::vector<uint64_t>& ids,
 
 // Sums duplicate ids: fills `rows` with the distinct block-relative row
 // indices in ascending order and `summed` with their summed gradients
-// (rows->size() * R elements of T). Reads each id once and checks it again
+// (rows->size() * R elements of T); ids sent strictly ascending skip the
+// sort. Reads each id once and checks it again
 // (the bytes may sit in a slot a misbehaving peer still writes to), so it
 // never indexes outside the block; InvalidArgument if an id changed.
 template <typename T>

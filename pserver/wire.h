@@ -1,8 +1,13 @@
 // The 64-bit immediate data of the pserver data plane.
 //
 // Push (trainer -> pserver), carried by the RMA write that put a gradient
-// block into one of the trainer's landing slots:
-//   bits 63..56  0xA5, a tag that catches stray or corrupted values
+// block (or a rows request) into one of the trainer's landing slots:
+//   bits 63..56  tag, which also says what the slot holds (PushKind):
+//                0xA5 a dense gradient block, 0xA6 sparse rows of the block
+//                (a RowsHeader, row ids and row gradients), 0xA7 a rows
+//                read (a RowsHeader and row ids; the pserver writes the rows
+//                behind the ids). Any other value catches stray or
+//                corrupted words.
 //   bits 55..40  trainer index (from the pserver's Registration)
 //   bits 39..32  slot index in the trainer's landing region
 //   bits 31..0   global block id
@@ -27,10 +32,44 @@ constexpr uint32_t kMaxTrainerIndex = 0xFFFF;
 constexpr uint32_t kMaxSlots = 256;
 constexpr uint32_t kMaxPserverIndex = 0xFFFF;
 
+enum class PushKind : uint32_t {
+  kDense = 0xA5,
+  kRows = 0xA6,
+  kRowsRead = 0xA7,
+};
+
+// The 16 bytes at the start of a landing slot for kRows and kRowsRead
+// (little-endian, docs/formats/wire.md). For kRows the bytes from offset 8
+// (count, ids, values) are exactly the sparse-rows format of
+// pserver/sparse_rows.h.
+//   u32 kind   the push's PushKind again (0xA6 or 0xA7)
+//   u32 block  the push's block id again
+//   u64 count  rows that follow: u64 row_id[count] (parameter row indices),
+//              then count * R values (kRows: written by the trainer;
+//              kRowsRead: written by the pserver), starting at
+//              RowsValuesOffset(count)
+struct RowsHeader {
+  uint32_t kind = 0;
+  uint32_t block = 0;
+  uint64_t count = 0;
+};
+static_assert(sizeof(RowsHeader) == 16);
+constexpr size_t kRowsHeaderBytes = sizeof(RowsHeader);
+
+inline size_t RowsValuesOffset(uint64_t count) {
+  return kRowsHeaderBytes + count * 8;
+}
+// Bytes a rows push or read of `count` rows of R elements takes in a slot.
+inline size_t RowsSlotBytes(uint64_t count, uint64_t row_elements,
+                            size_t elem_size) {
+  return RowsValuesOffset(count) + count * row_elements * elem_size;
+}
+
 struct PushImm {
   uint32_t trainer = 0;
   uint32_t slot = 0;
   uint32_t block = 0;
+  PushKind kind = PushKind::kDense;
 };
 
 struct CreditImm {
@@ -41,14 +80,17 @@ struct CreditImm {
 };
 
 inline uint64_t EncodePush(const PushImm& p) {
-  return (uint64_t{0xA5} << 56) | (uint64_t{p.trainer & 0xFFFF} << 40) |
+  return (uint64_t{static_cast<uint32_t>(p.kind) & 0xFF} << 56) |
+         (uint64_t{p.trainer & 0xFFFF} << 40) |
          (uint64_t{p.slot & 0xFF} << 32) | p.block;
 }
 
 inline Result<PushImm> DecodePush(uint64_t v) {
-  if ((v >> 56) != 0xA5)
-    return Status::Corruption("push immediate data without the 0xA5 tag");
+  const uint64_t tag = v >> 56;
+  if (tag != 0xA5 && tag != 0xA6 && tag != 0xA7)
+    return Status::Corruption("push immediate data without a 0xA5..0xA7 tag");
   PushImm p;
+  p.kind = static_cast<PushKind>(tag);
   p.trainer = static_cast<uint32_t>((v >> 40) & 0xFFFF);
   p.slot = static_cast<uint32_t>((v >> 32) & 0xFF);
   p.block = static_cast<uint32_t>(v & 0xFFFFFFFFu);

@@ -175,8 +175,8 @@ void fabps_release_master_client(fabps_master_client* c);
  */
 typedef struct fabps_pserver_client fabps_pserver_client;
 typedef struct fabps_pserver_options fabps_pserver_options;
-/* A transfer in flight: a push (fabps_send_grads) or a pull
- * (fabps_get_params_async), ended by fabps_wait. */
+/* A transfer in flight: a push (fabps_send_grads, fabps_send_rows) or a
+ * pull (fabps_get_params_async, fabps_get_rows), ended by fabps_wait. */
 typedef struct fabps_transfer fabps_transfer;
 typedef fabps_transfer fabps_push;
 typedef fabps_transfer fabps_pull;
@@ -385,6 +385,34 @@ int fabps_get_params(fabps_pserver_client* c, const char* const* names,
 int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
                            void* const* bufs, const size_t* bytes, int n,
                            int64_t timeout_ms, fabps_pull** out);
+
+/* Rows of a parameter of rank >= 2 (an embedding table [rows, d1, ...]; a
+ * row is its R = d1 * ... elements). row_ids holds num_rows (>= 0) row
+ * indices, in any order, repeats allowed; values holds num_rows * R
+ * elements of the parameter's type (row k for row_ids[k]), `bytes` being
+ * exactly that size. Checks like fabps_send_grads (waits for initialization
+ * within timeout_ms, in [0, 86400000]); FABPS_ERR_ARGUMENT, with nothing
+ * sent, for an id outside [0, rows), a size mismatch, a rank-1 parameter or
+ * a NULL pointer; FABPS_ERR_NOT_FOUND for an unknown name. On error *out is
+ * NULL. `out` must not be NULL.
+ *
+ * fabps_send_rows pushes row gradients: rows of repeated ids are summed (in
+ * their order), then only the rows named are updated by the parameter's
+ * rule (lazy: other rows and their optimizer state are untouched). The
+ * values are copied before it returns (the memory may be reused at once);
+ * fabps_wait on the push means "applied". */
+int fabps_send_rows(fabps_pserver_client* c, const char* name,
+                    const int64_t* row_ids, size_t num_rows, const void* values,
+                    size_t bytes, int64_t timeout_ms, fabps_push** out);
+
+/* Starts reading rows: values receives row row_ids[k] at element k * R
+ * (arguments as fabps_send_rows). The values memory must stay valid until
+ * fabps_wait on the pull returns; it holds the rows when that returns
+ * FABPS_OK. Always wait on the pull: until then it holds landing slots on
+ * the pservers. */
+int fabps_get_rows(fabps_pserver_client* c, const char* name,
+                   const int64_t* row_ids, size_t num_rows, void* values,
+                   size_t bytes, int64_t timeout_ms, fabps_pull** out);
 
 /* Every pserver writes a checkpoint of its shard into directory `dir` (a
  * path on the pservers' machines; created if missing, non-empty). Needs the

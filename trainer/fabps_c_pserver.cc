@@ -562,6 +562,69 @@ int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
       });
 }
 
+}  // extern "C"
+
+namespace {
+
+// fabps_send_rows and fabps_get_rows: checks what only the C side can get
+// wrong, starts the transfer with `start` (SendRows or GetRows, which check
+// the rest) and hands out its handle.
+template <class Start>
+int StartRows(fabps_pserver_client* c, const char* what, const char* name,
+              const int64_t* row_ids, size_t num_rows, const void* values,
+              int64_t timeout_ms, fabps_transfer** out, Start&& start) {
+  if (out != nullptr) *out = nullptr;
+  return Guarded(c, what, [&] {
+    if (out == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL out");
+    }
+    if (name == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT, std::string(what) + ": NULL name");
+    }
+    if (num_rows > 0 && (row_ids == nullptr || values == nullptr)) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     std::string(what) + ": NULL row ids or values");
+    }
+    if (!ValidTimeout(timeout_ms)) {
+      return c->Fail(
+          FABPS_ERR_ARGUMENT,
+          std::string(what) + ": timeout_ms must be in [0, 86400000]");
+    }
+    auto t = std::make_unique<fabps_transfer>();
+    c->transfers.reserve(c->transfers.size() + 1);  // no throw after start
+    auto h = start(Deadline::InMs(timeout_ms));
+    if (!h.ok()) return c->Fail(h.status().WithContext(what));
+    t->handle = std::move(h).value();
+    c->transfers.insert(t.get());
+    *out = t.release();
+    return c->Ok();
+  });
+}
+
+}  // namespace
+
+extern "C" {
+
+int fabps_send_rows(fabps_pserver_client* c, const char* name,
+                    const int64_t* row_ids, size_t num_rows, const void* values,
+                    size_t bytes, int64_t timeout_ms, fabps_push** out) {
+  return StartRows(c, "fabps_send_rows", name, row_ids, num_rows, values,
+                   timeout_ms, out, [&](Deadline d) {
+                     return c->client->SendRows(name, row_ids, num_rows, values,
+                                                bytes, d);
+                   });
+}
+
+int fabps_get_rows(fabps_pserver_client* c, const char* name,
+                   const int64_t* row_ids, size_t num_rows, void* values,
+                   size_t bytes, int64_t timeout_ms, fabps_pull** out) {
+  return StartRows(c, "fabps_get_rows", name, row_ids, num_rows, values,
+                   timeout_ms, out, [&](Deadline d) {
+                     return c->client->GetRows(name, row_ids, num_rows, values,
+                                               bytes, d);
+                   });
+}
+
 int fabps_wait(fabps_pserver_client* c, fabps_transfer* t, int64_t timeout_ms) {
   return Guarded(c, "fabps_wait", [&] {
     if (t == nullptr || c->transfers.count(t) == 0) {

@@ -4,11 +4,16 @@
 // iterator that both directions of the data path share.
 #include "trainer/pserver_client.h"
 
+#include <sys/mman.h>
+
 #include <algorithm>
+#include <cerrno>
+#include <cstring>
 #include <mutex>
 #include <utility>
 
 #include "base/log.h"
+#include "pserver/rows_slot.h"
 #include "pserver/rpc/init_config.h"
 #include "pserver/wire.h"
 #include "trainer/block_walk.h"
@@ -16,6 +21,7 @@
 #include "trainer/pserver_connection.h"
 #include "trainer/pserver_discovery.h"
 #include "trainer/push_slots.h"
+#include "trainer/row_groups.h"
 #include "trainer/transfer_handle.h"
 #include "transport/fabric.h"
 #include "transport/registration_cache.h"
@@ -47,6 +53,20 @@ struct PServerClient::Impl {
   // moved; the next data call reconnects first.
   bool broken = false;
   std::unique_ptr<InitElection> election;
+  // Registered memory this client packs rows pushes and reads in: slot s of
+  // pserver i is mirrored by [s * slot_bytes, (s + 1) * slot_bytes) of
+  // staging[i] (used while landing slot s is taken). Made on the first rows
+  // call after a registration.
+  struct Staging {
+    void* data = nullptr;
+    size_t bytes = 0;
+    std::unique_ptr<transport::MemoryRegion> mr;
+    ~Staging() {
+      mr.reset();
+      if (data) ::munmap(data, bytes);
+    }
+  };
+  std::vector<std::unique_ptr<Staging>> staging;  // by pserver
   struct PendingParam {
     ParamSpec spec;
     std::string values;
@@ -89,6 +109,8 @@ struct PServerClient::Impl {
                            endpoint->AddPeer(reg.fabric_address));
     slots->Reset(i, reg.num_slots);
     peers[i] = Peer{id, std::move(reg)};
+    if (staging.size() != peers.size()) staging.resize(peers.size());
+    staging[i].reset();
     return Status::OK();
   }
 
@@ -222,6 +244,251 @@ struct PServerClient::Impl {
         WalkBlocks(*layout, fabric->cache(), buffers, [&](const BlockSpan& b) {
           return (this->*block)(b, handle, deadline);
         })));
+    return handle;
+  }
+
+  Result<Staging*> StagingOf(uint32_t i) {
+    const Peer& p = peers[i];
+    const size_t want = size_t{p.reg.num_slots} * p.reg.slot_bytes;
+    if (staging[i] && staging[i]->bytes == want) return staging[i].get();
+    auto st = std::make_unique<Staging>();
+    st->data = ::mmap(nullptr, want, PROT_READ | PROT_WRITE,
+                      MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+    if (st->data == MAP_FAILED) {
+      st->data = nullptr;
+      return PosixError("mmap rows staging", errno);
+    }
+    st->bytes = want;
+    FABPS_ASSIGN_OR_RETURN(st->mr, fabric->Register(st->data, want));
+    staging[i] = std::move(st);
+    return staging[i].get();
+  }
+
+  // What a rows call checks before anything moves: the parameter takes
+  // rows and the values buffer has exactly n rows.
+  struct RowsTarget {
+    uint32_t param = 0;
+    size_t row_bytes = 0;  // R * element size
+  };
+  Result<RowsTarget> CheckRows(const char* what, const std::string& name,
+                               const int64_t* ids, size_t n, const void* values,
+                               size_t bytes) {
+    auto p = layout->FindParam(name);
+    if (!p.ok()) {
+      return Status::NotFound(std::string(what) + ": no parameter '" + name +
+                              "'");
+    }
+    const ParamSpec& spec = layout->params()[*p];
+    if (!pserver::TakesRows(spec)) {
+      return Status::InvalidArgument(
+          std::string(what) + ": parameter '" + name + "' has rank " +
+          std::to_string(spec.shape.size()) + ": rows need rank >= 2");
+    }
+    RowsTarget t;
+    t.param = *p;
+    t.row_bytes = layout->blocks()[layout->FirstBlockOf(*p)].row_elements *
+                  pserver::DTypeSize(spec.dtype);
+    if (bytes != n * t.row_bytes || (n > 0 && (ids == nullptr || !values))) {
+      return Status::InvalidArgument(
+          std::string(what) + " '" + name + "': " + std::to_string(bytes) +
+          " bytes of values for " + std::to_string(n) + " rows of " +
+          std::to_string(t.row_bytes) + " bytes");
+    }
+    return t;
+  }
+
+  // Packs a rows header and the group's ids into the staging copy of
+  // `slot` and returns where its values go.
+  static char* PackHeader(char* at, pserver::wire::PushKind kind,
+                          const RowGroup& g) {
+    pserver::wire::RowsHeader h;
+    h.kind = static_cast<uint32_t>(kind);
+    h.block = g.block;
+    h.count = g.ids.size();
+    std::memcpy(at, &h, sizeof(h));
+    std::memcpy(at + pserver::wire::kRowsHeaderBytes, g.ids.data(),
+                g.ids.size() * 8);
+    return at + pserver::wire::RowsValuesOffset(g.ids.size());
+  }
+
+  template <typename T>
+  static void SumInto(char* dst, const char* src, size_t row_bytes) {
+    T* d = reinterpret_cast<T*>(dst);
+    const T* s = reinterpret_cast<const T*>(src);
+    for (size_t i = 0; i < row_bytes / sizeof(T); i++) d[i] += s[i];
+  }
+
+  // Writes `g` (header, ids, and for a push the summed rows of `values`)
+  // into a landing slot of its pserver.
+  Status SendRowsGroup(const RowGroup& g, pserver::wire::PushKind kind,
+                       const RowsTarget& t, const char* values,
+                       const std::shared_ptr<TransferHandle>& h,
+                       Deadline deadline, uint32_t* slot_out) {
+    const Peer& p = peers[g.pserver];
+    const size_t need =
+        pserver::wire::RowsSlotBytes(g.ids.size(), 1, t.row_bytes);
+    if (need > p.reg.slot_bytes) {
+      return Status::Corruption("pserver " + std::to_string(g.pserver) +
+                                "'s slots are too small for the rows of "
+                                "block " +
+                                std::to_string(g.block));
+    }
+    FABPS_ASSIGN_OR_RETURN(Staging * st, StagingOf(g.pserver));
+    const bool read = kind == pserver::wire::PushKind::kRowsRead;
+    FABPS_ASSIGN_OR_RETURN(uint32_t slot,
+                           slots->Acquire(g.pserver, g.block, h, deadline,
+                                          /*hold=*/read));
+    const size_t off = size_t{slot} * p.reg.slot_bytes;
+    char* at = static_cast<char*>(st->data) + off;
+    char* out = PackHeader(at, kind, g);
+    size_t len = pserver::wire::RowsValuesOffset(g.ids.size());
+    if (!read) {
+      // Rows of repeated ids add up in caller order.
+      const bool f32 = layout->params()[t.param].dtype == DType::kFloat32;
+      std::vector<bool> written(g.ids.size(), false);
+      for (const auto& [pos, idx] : g.entries) {
+        const char* src = values + pos * t.row_bytes;
+        char* dst = out + size_t{idx} * t.row_bytes;
+        if (!written[idx]) {
+          std::memcpy(dst, src, t.row_bytes);
+          written[idx] = true;
+        } else if (f32) {
+          SumInto<float>(dst, src, t.row_bytes);
+        } else {
+          SumInto<double>(dst, src, t.row_bytes);
+        }
+      }
+      len = need;
+    }
+    h->AddCreditPart();
+    pserver::wire::PushImm imm{p.reg.trainer_index, slot, g.block, kind};
+    auto w = endpoint->Write(p.id, *st->mr, off, len, p.reg.landing, off,
+                             pserver::wire::EncodePush(imm), deadline);
+    if (!w.ok()) {
+      slots->Release(g.pserver, slot);
+      h->PartDone(w.status());
+      return w.status();
+    }
+    h->AddOperation(*w);
+    *slot_out = slot;
+    return Status::OK();
+  }
+
+  Result<std::shared_ptr<TransferHandle>> SendRows(const std::string& name,
+                                                   const int64_t* ids, size_t n,
+                                                   const void* values,
+                                                   size_t bytes,
+                                                   Deadline deadline) {
+    FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_ASSIGN_OR_RETURN(RowsTarget t,
+                           CheckRows("SendRows", name, ids, n, values, bytes));
+    FABPS_ASSIGN_OR_RETURN(std::vector<RowGroup> groups,
+                           GroupRows(*layout, t.param, ids, n));
+    auto handle = std::make_shared<TransferHandle>();
+    for (const RowGroup& g : groups) {
+      uint32_t slot = 0;
+      FABPS_RETURN_IF_ERROR(Note(SendRowsGroup(
+          g, pserver::wire::PushKind::kRows, t,
+          static_cast<const char*>(values), handle, deadline, &slot)));
+    }
+    return handle;
+  }
+
+  // The groups of one rows read whose answers wait in held slots.
+  struct RowsRead {
+    TransferHandle* handle = nullptr;  // the pull these slots are held for
+    size_t row_bytes = 0;
+    char* out = nullptr;  // the caller's values
+    struct Part {
+      RowGroup group;
+      uint32_t slot = 0;
+    };
+    std::vector<Part> parts;
+  };
+
+  // Reads the rows out of every held slot of `r` (when `so_far` is OK),
+  // copies them to the caller's positions and frees the slots.
+  Status FinishRowsRead(RowsRead& r, Status so_far, Deadline deadline) {
+    std::vector<transport::Completion> reads;
+    for (const auto& part : r.parts) {
+      if (!so_far.ok()) break;
+      const uint32_t i = part.group.pserver;
+      if (!slots->Held(i, part.slot, r.handle)) {
+        so_far = Status::Unavailable(
+            "the connection was reset before the rows were read");
+        break;
+      }
+      const Peer& p = peers[i];
+      const size_t off = size_t{part.slot} * p.reg.slot_bytes +
+                         pserver::wire::RowsValuesOffset(part.group.ids.size());
+      auto c = endpoint->Read(p.id, *staging[i]->mr, off,
+                              part.group.ids.size() * r.row_bytes,
+                              p.reg.landing, off, deadline);
+      if (!c.ok()) {
+        so_far = c.status();
+        break;
+      }
+      reads.push_back(*c);
+    }
+    for (auto& c : reads) {
+      Status s = c.Wait(deadline);
+      if (so_far.ok() && !s.ok()) so_far = s;
+    }
+    for (const auto& part : r.parts) {
+      const uint32_t i = part.group.pserver;
+      if (so_far.ok()) {
+        const char* in = static_cast<const char*>(staging[i]->data) +
+                         size_t{part.slot} * peers[i].reg.slot_bytes +
+                         pserver::wire::RowsValuesOffset(part.group.ids.size());
+        for (const auto& [pos, idx] : part.group.entries) {
+          std::memcpy(r.out + pos * r.row_bytes, in + size_t{idx} * r.row_bytes,
+                      r.row_bytes);
+        }
+      }
+      slots->ReleaseHeld(i, part.slot, r.handle);
+    }
+    r.parts.clear();
+    return so_far;
+  }
+
+  Result<std::shared_ptr<TransferHandle>> GetRows(const std::string& name,
+                                                  const int64_t* ids, size_t n,
+                                                  void* values, size_t bytes,
+                                                  Deadline deadline) {
+    FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_ASSIGN_OR_RETURN(RowsTarget t,
+                           CheckRows("GetRows", name, ids, n, values, bytes));
+    FABPS_ASSIGN_OR_RETURN(std::vector<RowGroup> groups,
+                           GroupRows(*layout, t.param, ids, n));
+    auto handle = std::make_shared<TransferHandle>();
+    auto read = std::make_shared<RowsRead>();
+    read->handle = handle.get();
+    read->row_bytes = t.row_bytes;
+    read->out = static_cast<char*>(values);
+    auto finish = [this, read](const Status& s, Deadline d) {
+      return FinishRowsRead(*read, s, d);
+    };
+    std::vector<uint32_t> held(peers.size(), 0);
+    for (RowGroup& g : groups) {
+      if (held[g.pserver] == peers[g.pserver].reg.num_slots) {
+        // Every slot of that pserver holds an answer of this pull: take
+        // them out before asking for more.
+        handle->SetFinish(finish);
+        bool from_pserver = false;
+        FABPS_RETURN_IF_ERROR(Note(handle->Wait(deadline, &from_pserver)));
+        std::fill(held.begin(), held.end(), 0);
+      }
+      uint32_t slot = 0;
+      Status s = SendRowsGroup(g, pserver::wire::PushKind::kRowsRead, t,
+                               nullptr, handle, deadline, &slot);
+      if (!s.ok()) {
+        FinishRowsRead(*read, s, deadline);  // frees what is held already
+        return Note(s);
+      }
+      held[g.pserver]++;
+      read->parts.push_back({std::move(g), slot});
+    }
+    handle->SetFinish(finish);
     return handle;
   }
 
@@ -381,6 +648,20 @@ Result<std::shared_ptr<PullHandle>> PServerClient::GetParamsAsync(
     const std::vector<ParamBuffer>& params, Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
   return impl_->Transfer(params, deadline, &Impl::PullBlock);
+}
+
+Result<std::shared_ptr<PushHandle>> PServerClient::SendRows(
+    const std::string& name, const int64_t* row_ids, size_t num_rows,
+    const void* values, size_t bytes, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->SendRows(name, row_ids, num_rows, values, bytes, deadline);
+}
+
+Result<std::shared_ptr<PullHandle>> PServerClient::GetRows(
+    const std::string& name, const int64_t* row_ids, size_t num_rows,
+    void* values, size_t bytes, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->GetRows(name, row_ids, num_rows, values, bytes, deadline);
 }
 
 Status PServerClient::Wait(const std::shared_ptr<TransferHandle>& handle,

@@ -160,6 +160,39 @@ class PServerClient {
   // buffers are filled when Wait on the handle returns OK.
   Result<std::shared_ptr<PullHandle>> GetParamsAsync(
       const std::vector<ParamBuffer>& params, Deadline deadline);
+  // Rows of a parameter of rank >= 2 (an embedding table [rows, d1, ...]):
+  // row i of the table is its R = d1 * ... elements. `row_ids` holds
+  // `num_rows` (>= 0) row indices in any order, duplicates allowed;
+  // `values` holds num_rows * R elements of the parameter's type, row k's
+  // R elements for row_ids[k]; `bytes` must be exactly that size.
+  //
+  // SendRows pushes row gradients: the rows of repeated ids are summed (in
+  // caller order), then every row is updated by the parameter's rule as if
+  // that sum were the gradient, touching no other row (lazy updates: the
+  // optimizer state of untouched rows stays as it is). Rows of one layout
+  // block go to its pserver as one push, so each block's update count
+  // (Adam's t) goes up once per call that touches it; blocks on different
+  // pservers move concurrently. `values` is copied before SendRows returns
+  // (it may be reused at once). Wait on the handle means "applied".
+  // InvalidArgument (nothing sent) for an id outside [0, rows), a size
+  // mismatch or a rank-1 parameter; NotFound for an unknown name.
+  Result<std::shared_ptr<PushHandle>> SendRows(const std::string& name,
+                                               const int64_t* row_ids,
+                                               size_t num_rows,
+                                               const void* values, size_t bytes,
+                                               Deadline deadline);
+  // Starts reading rows: values[k * R ..] receives row row_ids[k] (checks
+  // as SendRows). Each block's pserver copies the rows out under the
+  // block's lock (a consistent snapshot of each row with respect to
+  // applies) into this trainer's landing slot, and Wait reads them from
+  // there into `values`, which must stay valid until Wait returns. The
+  // slots stay taken until then: always Wait on the handle. When the rows
+  // span more blocks of one pserver than it has slots, GetRows itself
+  // waits for the first ones before asking for more.
+  Result<std::shared_ptr<PullHandle>> GetRows(const std::string& name,
+                                              const int64_t* row_ids,
+                                              size_t num_rows, void* values,
+                                              size_t bytes, Deadline deadline);
   // Waits until every block of the push is applied (of the pull is read),
   // or the first error; TimedOut at `deadline`.
   Status Wait(const std::shared_ptr<TransferHandle>& handle, Deadline deadline);

@@ -19,7 +19,7 @@ void PushSlots::Reset(uint32_t pserver, uint32_t num_slots) {
 
 Result<uint32_t> PushSlots::Acquire(uint32_t pserver, uint32_t block,
                                     std::shared_ptr<TransferHandle> push,
-                                    Deadline deadline) {
+                                    Deadline deadline, bool hold) {
   std::unique_lock<std::mutex> l(mu_);
   PServerSlots& p = pservers_.at(pserver);
   if (!cv_.wait_until(l, deadline.time(), [&] { return !p.free.empty(); })) {
@@ -29,7 +29,7 @@ Result<uint32_t> PushSlots::Acquire(uint32_t pserver, uint32_t block,
   }
   uint32_t slot = p.free.back();
   p.free.pop_back();
-  p.slots[slot] = {std::move(push), block};
+  p.slots[slot] = {std::move(push), block, hold, false};
   return slot;
 }
 
@@ -39,6 +39,29 @@ void PushSlots::Release(uint32_t pserver, uint32_t slot) {
     PServerSlots& p = pservers_.at(pserver);
     p.slots.at(slot).push.reset();
     p.free.push_back(slot);
+  }
+  cv_.notify_all();
+}
+
+bool PushSlots::Held(uint32_t pserver, uint32_t slot,
+                     const TransferHandle* owner) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (pserver >= pservers_.size() || slot >= pservers_[pserver].slots.size())
+    return false;
+  const Slot& s = pservers_[pserver].slots[slot];
+  return s.credited && s.push.get() == owner;
+}
+
+void PushSlots::ReleaseHeld(uint32_t pserver, uint32_t slot,
+                            const TransferHandle* owner) {
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    if (pserver >= pservers_.size() || slot >= pservers_[pserver].slots.size())
+      return;
+    Slot& s = pservers_[pserver].slots[slot];
+    if (!s.credited || s.push.get() != owner) return;
+    s = Slot{};
+    pservers_[pserver].free.push_back(slot);
   }
   cv_.notify_all();
 }
@@ -55,13 +78,19 @@ void PushSlots::OnCredit(uint64_t imm) {
       return;
     }
     Slot& slot = pservers_[c.pserver].slots[c.slot];
-    if (!slot.push || slot.block != c.block) {
+    if (!slot.push || slot.credited || slot.block != c.block) {
       FABPS_LOG(WARNING) << "unexpected credit from pserver " << c.pserver
                          << " slot " << c.slot << " block " << c.block;
       return;
     }
-    push = std::move(slot.push);
-    pservers_[c.pserver].free.push_back(c.slot);
+    if (slot.hold && c.code == Status::Code::kOk) {
+      push = slot.push;  // the slot stays taken until ReleaseHeld
+      slot.credited = true;
+    } else {
+      push = std::move(slot.push);
+      slot = Slot{};
+      pservers_[c.pserver].free.push_back(c.slot);
+    }
   }
   cv_.notify_all();
   Status s;
@@ -79,7 +108,9 @@ void PushSlots::FailAll(const Status& why) {
     std::lock_guard<std::mutex> l(mu_);
     for (auto& p : pservers_) {
       for (auto& slot : p.slots) {
-        if (slot.push) orphans.push_back(std::move(slot.push));
+        // A held slot's part is done already.
+        if (slot.push && !slot.credited)
+          orphans.push_back(std::move(slot.push));
       }
       p.slots.clear();
       p.free.clear();

@@ -8,6 +8,11 @@
 // every slot of the pserver is taken; a credit that names no slot in use is
 // logged and dropped (a bad or late peer never frees someone else's slot).
 //
+// A rows read (PushKind::kRowsRead) gets its answer in the slot itself:
+// such a slot is acquired with `hold`, and a good credit finishes its part
+// of the transfer but keeps the slot taken until ReleaseHeld, after the
+// trainer has read the rows out of it.
+//
 // Thread safety: every method may be called from any thread; OnCredit runs
 // on the fabric's progress thread.
 #ifndef FABPS_TRAINER_PUSH_SLOTS_H_
@@ -36,9 +41,15 @@ class PushSlots {
   // `deadline` for one (TimedOut: the pserver's credits stopped).
   Result<uint32_t> Acquire(uint32_t pserver, uint32_t block,
                            std::shared_ptr<TransferHandle> push,
-                           Deadline deadline);
+                           Deadline deadline, bool hold = false);
   // Gives a slot back whose write never started.
   void Release(uint32_t pserver, uint32_t slot);
+  // True when `slot` of `pserver` was acquired with `hold` by `owner` and
+  // its good credit came (its answer may be read). False after FailAll.
+  bool Held(uint32_t pserver, uint32_t slot, const TransferHandle* owner);
+  // Frees a slot Held by `owner`; does nothing when it is not.
+  void ReleaseHeld(uint32_t pserver, uint32_t slot,
+                   const TransferHandle* owner);
   // A credit immediate from a pserver.
   void OnCredit(uint64_t imm);
   // Drops every slot; each push still waiting for a credit gets `why`.
@@ -48,6 +59,8 @@ class PushSlots {
   struct Slot {
     std::shared_ptr<TransferHandle> push;  // null: free
     uint32_t block = 0;
+    bool hold = false;      // a rows read: keep after a good credit
+    bool credited = false;  // held, answer in the slot
   };
   struct PServerSlots {
     std::vector<Slot> slots;

@@ -21,6 +21,11 @@ void TransferHandle::AddOperation(transport::Completion c) {
   operations_.push_back(std::move(c));
 }
 
+void TransferHandle::SetFinish(Finish f) {
+  std::lock_guard<std::mutex> l(mu_);
+  finish_ = std::move(f);
+}
+
 Status TransferHandle::Wait(Deadline deadline, bool* from_pserver) {
   *from_pserver = false;
   std::vector<transport::Completion> operations;
@@ -28,17 +33,30 @@ Status TransferHandle::Wait(Deadline deadline, bool* from_pserver) {
     std::lock_guard<std::mutex> l(mu_);
     operations = operations_;
   }
-  // A failed write means no credit will come: report it now.
-  for (auto& op : operations) FABPS_RETURN_IF_ERROR(op.Wait(deadline));
+  // A failed write means no credit will come: report it now (once the
+  // credits that will come are in, the finish still runs).
+  Status op_status;
+  for (auto& op : operations) {
+    op_status = op.Wait(deadline);
+    if (!op_status.ok()) break;
+  }
   std::unique_lock<std::mutex> l(mu_);
-  if (!cv_.wait_until(l, deadline.time(),
-                      [&] { return credits_pending_ == 0; })) {
+  if (op_status.ok() && !cv_.wait_until(l, deadline.time(), [&] {
+        return credits_pending_ == 0;
+      })) {
     return Status::TimedOut(
         std::to_string(credits_pending_) +
         " gradient blocks not acknowledged by their pservers by the deadline");
   }
-  *from_pserver = !status_.ok();
-  return status_;
+  *from_pserver = op_status.ok() && !status_.ok();
+  Status s = op_status.ok() ? status_ : op_status;
+  Finish finish = std::move(finish_);
+  finish_ = nullptr;
+  l.unlock();
+  if (!finish) return s;
+  Status f = finish(s, deadline);
+  if (s.ok() && !f.ok()) *from_pserver = false;
+  return f;
 }
 
 }  // namespace fabps::trainer

@@ -3,7 +3,9 @@
 //
 // A transfer is done when every one-sided operation it started has
 // completed and, for a push, every block's credit came back from its
-// pserver (the pserver applied it). The first error wins.
+// pserver (the pserver applied it), and, for a rows read, its finishing
+// step (reading the rows out of the landing slots) has run. The first error
+// wins.
 //
 // Thread safety: the caller's thread adds parts and waits; the fabric's
 // progress thread finishes credit parts (PartDone). Everything is guarded by
@@ -12,6 +14,7 @@
 #define FABPS_TRAINER_TRANSFER_HANDLE_H_
 
 #include <condition_variable>
+#include <functional>
 #include <mutex>
 #include <vector>
 
@@ -29,10 +32,15 @@ class TransferHandle {
   void PartDone(const Status& s);
   // A started RMA operation to wait for.
   void AddOperation(transport::Completion c);
-  // Waits for every operation, then every credit. TimedOut when `deadline`
-  // passes first; otherwise the first error of any part. *from_pserver is
-  // set when the error is a pserver's answer in a credit (the connection
-  // itself is fine).
+  // What Wait runs once the operations and credits are done (with their
+  // status; it returns the transfer's), then forgets. Replaces an earlier
+  // one that has not run.
+  using Finish = std::function<Status(const Status&, Deadline)>;
+  void SetFinish(Finish f);
+  // Waits for every operation, then every credit, then runs the finish.
+  // TimedOut when `deadline` passes first; otherwise the first error of any
+  // part. *from_pserver is set when the error is a pserver's answer in a credit
+  // (the connection itself is fine).
   Status Wait(Deadline deadline, bool* from_pserver);
 
  private:
@@ -41,6 +49,7 @@ class TransferHandle {
   int credits_pending_ = 0;
   Status status_;
   std::vector<transport::Completion> operations_;
+  Finish finish_;
 };
 
 }  // namespace fabps::trainer

@@ -6,6 +6,8 @@
 
 #include "base/log.h"
 #include "pserver/dtype.h"
+#include "pserver/rows_slot.h"
+#include "pserver/sparse_rows.h"
 #include "pserver/wire.h"
 
 namespace fabps::pserver {
@@ -61,10 +63,19 @@ DataPlane::~DataPlane() {
 Status DataPlane::AttachShard(Shard* shard) {
   FABPS_ASSIGN_OR_RETURN(
       arena_mr_, fabric_->Register(shard->arena_base(), shard->arena_bytes()));
+  // A slot takes the largest owned block, dense, or every row of it with
+  // ids and header (parameters that take rows).
   uint64_t max_block = 0;
+  const Layout& layout = shard->layout();
   for (uint32_t b : shard->block_ids()) {
     auto r = shard->ValueRegion(b);
     if (r.ok()) max_block = std::max<uint64_t>(max_block, r->bytes);
+    const BlockInfo& info = layout.blocks()[b];
+    const ParamSpec& param = layout.params()[info.param];
+    if (TakesRows(param)) {
+      max_block = std::max<uint64_t>(
+          max_block, RowsSlotBytesForBlock(info, DTypeSize(param.dtype)));
+    }
   }
   slot_bytes_ = (std::max<uint64_t>(max_block, 64) + 63) / 64 * 64;
   shard_.store(shard);
@@ -168,15 +179,23 @@ void DataPlane::OnImmediate(uint64_t data) {
     return Reject("slot " + std::to_string(imm->slot) + " of trainer " +
                   std::to_string(t->id) + " reused before its credit");
   }
+  char* slot_data = static_cast<char*>(t->landing) + imm->slot * slot_bytes_;
+  if (imm->kind != wire::PushKind::kDense)
+    return OnRows(t, *imm, *shard, slot_data);
   GradientRef g;
   g.block = imm->block;
   g.format = GradientFormat::kDense;
-  g.data = static_cast<char*>(t->landing) + imm->slot * slot_bytes_;
+  g.data = slot_data;
   g.bytes = region->bytes;
-  uint32_t slot = imm->slot, block = imm->block;
-  size_t bytes = region->bytes;
-  Status s = shard->ApplyAsync(g, [this, t, slot, block,
-                                   bytes](const Status& st) {
+  Apply(t, imm->slot, *shard, g);
+}
+
+void DataPlane::Apply(const std::shared_ptr<Trainer>& t, uint32_t slot,
+                      Shard& shard, const GradientRef& g) {
+  uint32_t block = g.block;
+  size_t bytes = g.bytes;
+  Status s = shard.ApplyAsync(g, [this, t, slot, block,
+                                  bytes](const Status& st) {
     if (st.ok()) {
       applied_++;
       bytes_applied_ += bytes;
@@ -191,6 +210,52 @@ void DataPlane::OnImmediate(uint64_t data) {
     Reject("block " + std::to_string(block) + ": " + s.ToString());
     SendCredit(t, slot, block, s.code());
   }
+}
+
+void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
+                       const wire::PushImm& imm, Shard& shard,
+                       char* slot_data) {
+  const BlockInfo& info = shard.layout().blocks()[imm.block];
+  const ParamSpec& param = shard.layout().params()[info.param];
+  const size_t esize = DTypeSize(param.dtype);
+  const char* what =
+      imm.kind == wire::PushKind::kRows ? "rows push" : "rows read";
+  auto refuse = [&](const Status& why) {
+    t->busy[imm.slot] = false;
+    Reject(std::string(what) + " of trainer " + std::to_string(t->id) + ": " +
+           why.ToString());
+    SendCredit(t, imm.slot, imm.block, why.code());
+  };
+  if (!TakesRows(param)) {
+    return refuse(Status::InvalidArgument(
+        "parameter '" + param.name + "' has rank " +
+        std::to_string(param.shape.size()) + ": rows need rank >= 2"));
+  }
+  auto h = ParseRowsHeader(slot_data, slot_bytes_, imm.kind, info, esize);
+  if (!h.ok()) return refuse(h.status());
+  if (imm.kind == wire::PushKind::kRows) {
+    GradientRef g;
+    g.block = imm.block;
+    g.format = GradientFormat::kSparseRows;
+    g.data = slot_data + 8;  // the sparse-rows format: count, ids, values
+    g.bytes = SparseRowsBytes(h->count, info.row_elements, esize);
+    return Apply(t, imm.slot, shard, g);
+  }
+  // A read: the rows go behind the ids in the same slot, under the block's
+  // lock; the credit tells the trainer to read them. Done right here on the
+  // progress thread (a copy of at most one slot).
+  const auto* ids =
+      reinterpret_cast<const uint64_t*>(slot_data + wire::kRowsHeaderBytes);
+  char* out = slot_data + wire::RowsValuesOffset(h->count);
+  Status gathered;
+  Status s = shard.ReadBlockLocked(imm.block, [&](const BlockView& v) {
+    gathered = GatherRows(v, ids, h->count, out);
+  });
+  if (s.ok()) s = gathered;
+  if (!s.ok()) return refuse(s);
+  rows_read_ += h->count;
+  t->busy[imm.slot] = false;
+  SendCredit(t, imm.slot, imm.block, Status::Code::kOk);
 }
 
 void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
@@ -212,6 +277,7 @@ DataPlaneStats DataPlane::stats() const {
   s.applied = applied_;
   s.rejected = rejected_;
   s.bytes_applied = bytes_applied_;
+  s.rows_read = rows_read_;
   std::shared_lock<std::shared_mutex> l(mu_);
   s.trainers = static_cast<uint32_t>(trainers_.size());
   return s;

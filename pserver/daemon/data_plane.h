@@ -8,6 +8,14 @@
 // then reuse the slot. A trainer thus never overwrites a slot that is not yet
 // applied, and a push's completion on the trainer means "applied".
 //
+// Rows (pserver/rows_slot.h): a push word of kind kRows names a slot holding
+// a rows header, row ids and row gradients; it is applied like a dense block
+// (Shard's sparse-rows path: lazy, duplicates summed). A word of kind
+// kRowsRead names a slot holding a header and row ids; the data plane copies
+// those rows of the block (under its lock) behind the ids in the same slot
+// and credits it; the trainer then RMA-reads them from its slot. Slots are
+// sized to hold every row of the largest block that takes rows.
+//
 // Validation: immediate data, trainer index, slot, block ownership and the
 // block's size all come from a peer; anything wrong is counted, logged
 // (rate-limited) and answered with an error credit when the sender is known.
@@ -28,6 +36,7 @@
 
 #include "base/status.h"
 #include "pserver/shard.h"
+#include "pserver/wire.h"
 #include "transport/fabric.h"
 
 namespace fabps::pserver {
@@ -52,6 +61,7 @@ struct DataPlaneStats {
   uint64_t applied = 0;
   uint64_t rejected = 0;
   uint64_t bytes_applied = 0;
+  uint64_t rows_read = 0;  // rows copied out for rows reads
   uint32_t trainers = 0;
 };
 
@@ -83,6 +93,13 @@ class DataPlane {
   struct Trainer;
   explicit DataPlane(const DataPlaneOptions& options) : options_(options) {}
   void OnImmediate(uint64_t data);
+  // Queues `g` (in trainer `t`'s `slot`) on the shard; credits when done.
+  void Apply(const std::shared_ptr<Trainer>& t, uint32_t slot, Shard& shard,
+             const GradientRef& g);
+  // A kRows or kRowsRead word whose trainer, slot and block were checked
+  // and whose slot is marked busy.
+  void OnRows(const std::shared_ptr<Trainer>& t, const wire::PushImm& imm,
+              Shard& shard, char* slot_data);
   void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
                   uint32_t block, Status::Code code);
   void Reject(const std::string& why);
@@ -99,7 +116,8 @@ class DataPlane {
   mutable std::shared_mutex mu_;
   std::vector<std::shared_ptr<Trainer>> trainers_;  // by trainer index
 
-  std::atomic<uint64_t> applied_{0}, rejected_{0}, bytes_applied_{0};
+  std::atomic<uint64_t> applied_{0}, rejected_{0}, bytes_applied_{0},
+      rows_read_{0};
   std::atomic<uint64_t> reject_logs_{0};
 };
 

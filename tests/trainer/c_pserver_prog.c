@@ -2,8 +2,8 @@
  * parameters (float32 of several blocks with an odd size, float64 of several
  * blocks, a float64 scalar) with integer values, pushes integer gradients
  * with SGD lr 1 (two pushes in flight at once, then one more), pulls and
- * checks the exact values from two clients, checks error paths and saves
- * the model.
+ * checks the exact values from two clients, pushes and pulls rows of the
+ * float32 parameter, checks error paths and saves the model.
  *
  * Usage: c_pserver_prog ADDRS PROVIDER INTERFACE SAVE_DIR
  *   ADDRS "host:port,host:port"; INTERFACE may be "" (provider's choice).
@@ -290,6 +290,60 @@ static void CheckDataErrors(fabps_pserver_client* c, const char* save_dir) {
   OK(c, fabps_wait(c, push, 1000));
 }
 
+/* Rows of c.w32 ([7, 433], 2 rows a block): a rows push with a repeated
+ * id, a rows pull in another order, exact values; then the refusals. Runs
+ * after the dense pushes (kSteps of them); changes rows 1 and 6. */
+static void CheckRows(fabps_pserver_client* c) {
+  static float g[3 * kCols32], got[3 * kCols32];
+  const int64_t push_ids[3] = {6, 1, 6};
+  const int64_t pull_ids[3] = {1, 0, 6};
+  const int64_t bad_ids[1] = {kRows32};
+  for (size_t i = 0; i < 3 * (size_t)kCols32; ++i) g[i] = 1.0f;
+  fabps_push* push = NULL;
+  fabps_pull* pull = NULL;
+  OK(c, fabps_send_rows(c, kNames[0], push_ids, 3, g, sizeof(g), 30000, &push));
+  if (push == NULL) FAIL("no rows push handle");
+  memset(g, 0, sizeof(g)); /* copied by fabps_send_rows */
+  OK(c, fabps_wait(c, push, 30000));
+  OK(c,
+     fabps_get_rows(c, kNames[0], pull_ids, 3, got, sizeof(got), 30000, &pull));
+  if (pull == NULL) FAIL("no rows pull handle");
+  OK(c, fabps_wait(c, pull, 30000));
+  for (size_t k = 0; k < 3; ++k) {
+    const double minus = pull_ids[k] == 6 ? 2 : pull_ids[k] == 1 ? 1 : 0;
+    for (size_t j = 0; j < (size_t)kCols32; ++j) {
+      size_t i = (size_t)pull_ids[k] * kCols32 + j;
+      if ((double)got[k * kCols32 + j] != Want(0, i, kSteps) - minus)
+        FAIL("row %lld element %zu = %g, want %g", (long long)pull_ids[k], j,
+             (double)got[k * kCols32 + j], Want(0, i, kSteps) - minus);
+    }
+  }
+  printf("rows exact after a rows push\n");
+  REFUSED(
+      c, FABPS_ERR_ARGUMENT,
+      fabps_send_rows(c, kNames[0], bad_ids, 1, g, kCols32 * 4, 1000, &push));
+  if (push != NULL) FAIL("push handle on error");
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_get_rows(c, kNames[0], push_ids, 1, got, 4, 1000, &pull));
+  if (pull != NULL) FAIL("pull handle on error");
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_send_rows(c, kNames[0], NULL, 1, g, kCols32 * 4, 1000, &push));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_send_rows(c, NULL, push_ids, 1, g, kCols32 * 4, 1000, &push));
+  REFUSED(
+      c, FABPS_ERR_ARGUMENT,
+      fabps_send_rows(c, kNames[0], push_ids, 1, g, kCols32 * 4, -1, &push));
+  REFUSED(
+      c, FABPS_ERR_ARGUMENT,
+      fabps_get_rows(c, kNames[0], push_ids, 1, got, kCols32 * 4, 1000, NULL));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_send_rows(c, kNames[2], push_ids, 1, g, 8, 1000, &push));
+  REFUSED(c, FABPS_ERR_NOT_FOUND,
+          fabps_get_rows(c, "c.nope", push_ids, 1, got, 4, 1000, &pull));
+  REFUSED(NULL, FABPS_ERR_ARGUMENT,
+          fabps_send_rows(NULL, kNames[0], push_ids, 1, g, 4, 1000, &push));
+}
+
 static void Push(fabps_pserver_client* c, int step, fabps_push** out) {
   const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
   void* grads[kParams] = {g32[step], g64[step], &gs64[step]};
@@ -366,6 +420,7 @@ int main(int argc, char** argv) {
   fabps_release_pserver_client(late);
   fabps_release_pserver_options(o);
 
+  CheckRows(other);
   OK(other, fabps_save_model(other, argv[4], 30000));
   printf("saved to %s\n", argv[4]);
   /* A push left pending is released with its client. */

@@ -55,6 +55,7 @@ TEST_P(CPServerTest, ProgramPushesAndPullsExactly) {
       << out;
   // Error paths gave messages, e.g. the unknown name.
   EXPECT_NE(out.find("refused as expected"), std::string::npos) << out;
+  EXPECT_NE(out.find("rows exact after a rows push"), std::string::npos) << out;
   EXPECT_NE(out.find("c.nope"), std::string::npos) << out;
   // Both pservers wrote a checkpoint into the directory.
   size_t entries = 0;

@@ -7,6 +7,7 @@
 #include <unistd.h>
 
 #include <chrono>
+#include <cstring>
 #include <random>
 #include <thread>
 #include <vector>
@@ -167,39 +168,78 @@ TEST(PServerRobustness, MalformedControlFramesDoNotHurtTheServer) {
   CheckServesExactly(c.get());
 }
 
+// A hand-made trainer: registers over Thrift, then writes into its landing
+// slots through the transport directly, with whatever immediate data and
+// bytes a test forges.
+struct RawTrainer {
+  std::unique_ptr<transport::Fabric> fabric;
+  std::unique_ptr<transport::Endpoint> ep;
+  std::vector<char> credit, buf;
+  std::unique_ptr<transport::MemoryRegion> credit_mr, buf_mr;
+  std::unique_ptr<rpc::RpcConnection<ps::PServerClient>> conn;
+  ps::Registration reg;
+  transport::PeerId peer = 0;
+  transport::RemoteRegion landing;
+
+  void Register(const PServerCluster& cluster, size_t buf_bytes) {
+    transport::FabricOptions fo;
+    fo.provider = "tcp;ofi_rxm";
+    fo.interface_address = "127.0.0.1";
+    auto f = transport::OpenFabric(fo);
+    ASSERT_TRUE(f.ok());
+    fabric = std::move(*f);
+    auto e = fabric->CreateEndpoint(transport::ProgressMode::kThread);
+    ASSERT_TRUE(e.ok());
+    ep = std::move(*e);
+    credit.assign(64, 0);
+    buf.assign(buf_bytes, 0);
+    auto cm = fabric->Register(credit.data(), credit.size());
+    auto bm = fabric->Register(buf.data(), buf.size());
+    ASSERT_TRUE(cm.ok() && bm.ok());
+    credit_mr = std::move(*cm);
+    buf_mr = std::move(*bm);
+    rpc::RpcClientOptions ro;
+    ASSERT_TRUE(rpc::ParseHostPort(cluster.addresses()[0], &ro).ok());
+    conn = std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
+    ps::TrainerHello hello;
+    hello.trainer_id = 777;
+    hello.fabric_address = ep->address();
+    hello.credit_region = credit_mr->remote().Serialize();
+    hello.provider = "tcp;ofi_rxm";
+    ASSERT_TRUE(
+        conn->Call("RegisterTrainer",
+                   [&](ps::PServerClient& c) { c.RegisterTrainer(reg, hello); })
+            .ok());
+    auto p = ep->AddPeer(reg.fabric_address);
+    auto l = transport::RemoteRegion::Parse(reg.landing_region);
+    ASSERT_TRUE(p.ok() && l.ok());
+    peer = *p;
+    landing = *l;
+  }
+  // Writes buf[0, bytes) into slot 0 with immediate data `imm`.
+  void Write(uint64_t imm, size_t bytes) {
+    auto w = ep->Write(peer, *buf_mr, 0, bytes, landing, 0, imm,
+                       Deadline::InMs(kMs));
+    ASSERT_TRUE(w.ok());
+    ASSERT_TRUE(w->Wait(Deadline::InMs(kMs)).ok());
+  }
+  ps::PsStatus Status() {
+    ps::PsStatus st;
+    EXPECT_TRUE(
+        conn->Call("GetStatus", [&](ps::PServerClient& c) { c.GetStatus(st); })
+            .ok());
+    return st;
+  }
+};
+
 TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   PServerCluster cluster("tcp;ofi_rxm", 1);
   ASSERT_TRUE(cluster.StartAll().ok());
   auto good = InitZeros(cluster);
-  // A hand-made trainer: registers over Thrift, then writes with bad
-  // immediate data through the transport directly.
-  transport::FabricOptions fo;
-  fo.provider = "tcp;ofi_rxm";
-  fo.interface_address = "127.0.0.1";
-  auto fabric = transport::OpenFabric(fo);
-  ASSERT_TRUE(fabric.ok());
-  auto ep = (*fabric)->CreateEndpoint(transport::ProgressMode::kThread);
-  ASSERT_TRUE(ep.ok());
-  std::vector<char> credit(64), grad(kBlock * 4, 0);
-  auto credit_mr = (*fabric)->Register(credit.data(), credit.size());
-  auto grad_mr = (*fabric)->Register(grad.data(), grad.size());
-  ASSERT_TRUE(credit_mr.ok() && grad_mr.ok());
-  rpc::RpcClientOptions ro;
-  ASSERT_TRUE(rpc::ParseHostPort(cluster.addresses()[0], &ro).ok());
-  rpc::RpcConnection<ps::PServerClient> conn(ro);
-  ps::TrainerHello hello;
-  hello.trainer_id = 777;
-  hello.fabric_address = (*ep)->address();
-  hello.credit_region = (*credit_mr)->remote().Serialize();
-  hello.provider = "tcp;ofi_rxm";
-  ps::Registration reg;
-  ASSERT_TRUE(
-      conn.Call("RegisterTrainer",
-                [&](ps::PServerClient& c) { c.RegisterTrainer(reg, hello); })
-          .ok());
-  auto peer = (*ep)->AddPeer(reg.fabric_address);
-  auto landing = transport::RemoteRegion::Parse(reg.landing_region);
-  ASSERT_TRUE(peer.ok() && landing.ok());
+  RawTrainer raw;
+  ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, kBlock * 4));
+  auto& ep = raw.ep;
+  auto& reg = raw.reg;
   uint32_t me = static_cast<uint32_t>(reg.trainer_index);
   std::vector<std::pair<uint64_t, bool>> forged = {
       {uint64_t{0x1234}, false},  // no tag
@@ -210,25 +250,83 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   };
   int credits_expected = 0;
   for (auto [imm, credited] : forged) {
-    auto w = (*ep)->Write(*peer, **grad_mr, 0, 16, *landing, 0, imm,
-                          Deadline::InMs(kMs));
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w->Wait(Deadline::InMs(kMs)).ok());
+    ASSERT_NO_FATAL_FAILURE(raw.Write(imm, 16));
     if (credited) credits_expected++;
   }
   for (int i = 0; i < credits_expected; i++) {
-    auto e = (*ep)->WaitImmediate(Deadline::InMs(kMs));
+    auto e = ep->WaitImmediate(Deadline::InMs(kMs));
     ASSERT_TRUE(e.ok()) << "error credit " << i << ": "
                         << e.status().ToString();
     auto cr = pserver::wire::DecodeCredit(e->data);
     EXPECT_EQ(cr.code, Status::Code::kInvalidArgument);
   }
-  ps::PsStatus st;
-  ASSERT_TRUE(
-      conn.Call("GetStatus", [&](ps::PServerClient& c) { c.GetStatus(st); })
-          .ok());
+  ps::PsStatus st = raw.Status();
   EXPECT_EQ(st.gradients_rejected, static_cast<int64_t>(forged.size()));
   EXPECT_EQ(st.gradients_applied, 0);
+  CheckServesExactly(good.get());
+}
+
+// Rows pushes and reads whose slot header lies (pserver/rows_slot.h): each is
+// refused with an error credit and counted, nothing of it is applied, and
+// the pserver goes on serving. "many" is [3, kBlock + 5]: one row a block.
+TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
+  PServerCluster cluster("tcp;ofi_rxm", 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto good = InitZeros(cluster);
+  RawTrainer raw;
+  ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, 2 * (kBlock + 5) * 4 + 64));
+  const uint32_t me = static_cast<uint32_t>(raw.reg.trainer_index);
+  using pserver::wire::PushKind;
+  struct Forged {
+    const char* what;
+    PushKind word;
+    uint32_t kind, block;
+    uint64_t count, row;
+  };
+  const uint32_t kRowsKind = static_cast<uint32_t>(PushKind::kRows);
+  const uint32_t kReadKind = static_cast<uint32_t>(PushKind::kRowsRead);
+  const std::vector<Forged> forged = {
+      {"header kind differs from the word", PushKind::kRows, kReadKind, 0, 1,
+       0},
+      {"header names another block", PushKind::kRows, kRowsKind, 1, 1, 1},
+      {"zero rows", PushKind::kRows, kRowsKind, 0, 0, 0},
+      {"more rows than the slot holds", PushKind::kRows, kRowsKind, 0, 2, 0},
+      {"a count near 2^64", PushKind::kRows, kRowsKind, 0, ~uint64_t{0} / 2, 0},
+      {"row id outside the block", PushKind::kRows, kRowsKind, 0, 1, 2},
+      {"read of a row outside the block", PushKind::kRowsRead, kReadKind, 0, 1,
+       7},
+  };
+  const size_t row_bytes = (kBlock + 5) * 4;
+  for (const Forged& f : forged) {
+    pserver::wire::RowsHeader h{f.kind, f.block, f.count};
+    std::memcpy(raw.buf.data(), &h, sizeof(h));
+    std::memcpy(raw.buf.data() + 16, &f.row, 8);
+    std::vector<float> ones(kBlock + 5, 1.0f);
+    std::memcpy(raw.buf.data() + 24, ones.data(), row_bytes);
+    ASSERT_NO_FATAL_FAILURE(raw.Write(
+        pserver::wire::EncodePush({me, 0, 0, f.word}), 24 + row_bytes));
+    auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
+    ASSERT_TRUE(e.ok()) << f.what << ": " << e.status().ToString();
+    auto cr = pserver::wire::DecodeCredit(e->data);
+    EXPECT_EQ(cr.code, Status::Code::kInvalidArgument) << f.what;
+    EXPECT_EQ(cr.slot, 0u);
+  }
+  ps::PsStatus st = raw.Status();
+  EXPECT_EQ(st.gradients_rejected, static_cast<int64_t>(forged.size()));
+  EXPECT_EQ(st.gradients_applied, 0);
+  EXPECT_EQ(Pull(good.get()), std::vector<float>(kMany, 0.0f));
+  // The same hand-made trainer's honest rows push is applied: row 0 - 1.
+  pserver::wire::RowsHeader h{kRowsKind, 0, 1};
+  std::memcpy(raw.buf.data(), &h, sizeof(h));
+  std::memset(raw.buf.data() + 16, 0, 8);
+  ASSERT_NO_FATAL_FAILURE(raw.Write(
+      pserver::wire::EncodePush({me, 0, 0, PushKind::kRows}), 24 + row_bytes));
+  auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
+  ASSERT_TRUE(e.ok());
+  EXPECT_EQ(pserver::wire::DecodeCredit(e->data).code, Status::Code::kOk);
+  std::vector<float> want(kMany, 0.0f);
+  for (size_t i = 0; i < kBlock + 5; i++) want[i] = -1.0f;
+  EXPECT_EQ(Pull(good.get()), want);
   CheckServesExactly(good.get());
 }
 

@@ -1,0 +1,57 @@
+#include "pserver/rows_slot.h"
+
+#include <cstring>
+#include <string>
+
+namespace fabps::pserver {
+
+Result<wire::RowsHeader> ParseRowsHeader(const void* slot, size_t slot_bytes,
+                                         wire::PushKind kind,
+                                         const BlockInfo& block,
+                                         size_t elem_size) {
+  auto bad = [&](const std::string& why) {
+    return Status::InvalidArgument("rows header for block " +
+                                   std::to_string(block.id) + ": " + why);
+  };
+  if (slot_bytes < wire::kRowsHeaderBytes) return bad("slot too small");
+  wire::RowsHeader h;
+  std::memcpy(&h, slot, sizeof(h));  // read once: the peer may still write
+  if (h.kind != static_cast<uint32_t>(kind)) {
+    return bad("kind " + std::to_string(h.kind) + " but the push word says " +
+               std::to_string(static_cast<uint32_t>(kind)));
+  }
+  if (h.block != block.id) {
+    return bad("names block " + std::to_string(h.block));
+  }
+  const uint64_t per_row = 8 + block.row_elements * elem_size;
+  const uint64_t room = (slot_bytes - wire::kRowsHeaderBytes) / per_row;
+  if (h.count == 0 || h.count > room) {
+    return bad("row count " + std::to_string(h.count) + " outside [1, " +
+               std::to_string(room) + "] (what the slot holds)");
+  }
+  return h;
+}
+
+Status GatherRows(const BlockView& view, const uint64_t* ids, uint64_t count,
+                  void* out) {
+  const BlockInfo& b = *view.info;
+  const size_t row_bytes = b.row_elements * DTypeSize(view.dtype);
+  const char* values = static_cast<const char*>(view.values);
+  char* dst = static_cast<char*>(out);
+  for (uint64_t i = 0; i < count; ++i) {
+    // Copied out once: the slot is remote-writable memory.
+    uint64_t id;
+    std::memcpy(&id, ids + i, sizeof(id));
+    const uint64_t local = id - b.first_row;  // wraps when below the block
+    if (local >= b.num_rows) {
+      return Status::InvalidArgument(
+          "rows read for block " + std::to_string(b.id) + ": row id " +
+          std::to_string(id) + " outside rows [" + std::to_string(b.first_row) +
+          ", " + std::to_string(b.first_row + b.num_rows) + ")");
+    }
+    std::memcpy(dst + i * row_bytes, values + local * row_bytes, row_bytes);
+  }
+  return Status::OK();
+}
+
+}  // namespace fabps::pserver
