@@ -262,7 +262,9 @@ class Client : public std::enable_shared_from_this<Client> {
     Shutdown();
   }
 
-  int64_t trainer_id() const { return trainer_id_cache(); }
+  int64_t trainer_id() const {
+    return closed_ ? trainer_id_ : client_->trainer_id();
+  }
   std::string provider() const {
     if (closed_) return provider_;
     return client_->provider();
@@ -270,10 +272,6 @@ class Client : public std::enable_shared_from_this<Client> {
   bool closed() const { return closed_; }
 
  private:
-  int64_t trainer_id_cache() const {
-    return closed_ ? trainer_id_ : client_->trainer_id();
-  }
-
   void CheckOpen() const {
     if (closed_)
       ThrowStatus(Status::FailedPrecondition("the client is closed"));
