@@ -274,6 +274,11 @@ def test_ctrl_c_interrupts_a_blocked_call(provider, tmp_path, mode):
         child.send_signal(signal.SIGINT)
         assert line(10) == "interrupted"
         assert time.monotonic() - sent < 3.0
+        if mode == "wait":  # the client goes on once the pserver does
+            ps.procs[0].send_signal(signal.SIGCONT)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert line() == "recovered 2"
         assert child.wait(20) == 0
     finally:
         child.kill()
