@@ -16,6 +16,7 @@
 #include "python/src/buffers.h"
 #include "python/src/call_thread.h"
 #include "python/src/status_error.h"
+#include "python/src/transfer.h"
 #include "trainer/pserver_client.h"
 
 namespace py = pybind11;
@@ -27,49 +28,15 @@ namespace {
 using trainer::ParamBuffer;
 using trainer::PServerClient;
 using trainer::TransferHandle;
-using Range = std::pair<uintptr_t, size_t>;
 
 Deadline DeadlineIn(double seconds, const char* what) {
   if (!std::isfinite(seconds) || seconds < 0 || seconds > 86400.0 * 365) {
-    ThrowStatus(Status::InvalidArgument(std::string(what) +
-                                        ": timeout must be seconds >= 0"));
+    ThrowStatus(Status::InvalidArgument(
+        std::string(what) + ": timeout must be seconds in [0, 1 year]"));
   }
   return Deadline::In(std::chrono::duration_cast<std::chrono::nanoseconds>(
       std::chrono::duration<double>(seconds)));
 }
-
-const Deadline kPast(SteadyClock::time_point::min());
-
-// What the CallThread reports of the call that started a transfer.
-struct Started {
-  Status status;
-  std::shared_ptr<TransferHandle> handle;  // set when status is OK
-};
-
-// One push or pull, from the Python side. Touched with the GIL held only.
-struct Transfer {
-  std::shared_ptr<CallThread::Call> start;
-  std::shared_ptr<Started> started = std::make_shared<Started>();
-  py::object keep;               // the caller's objects, until released
-  std::vector<Range> transient;  // forgotten once the transfer is over
-  std::optional<Status> result;  // set by the first Wait that ended
-  bool released = false;
-  // For a start that failed after it may have posted operations: released
-  // after a later start succeeded (which reconnected first, ending them).
-  uint64_t failed_at_start = 0;
-
-  // Whether nothing of the transfer may touch its memory any more.
-  bool Over(uint64_t successful_starts) {
-    if (!start->done()) return false;
-    const Status& s = started->status;
-    if (!s.ok()) {
-      return s.code() == Status::Code::kInvalidArgument ||
-             s.code() == Status::Code::kNotFound ||
-             successful_starts > failed_at_start;
-    }
-    return PServerClient::Finished(started->handle, kPast);
-  }
-};
 
 class Client : public std::enable_shared_from_this<Client> {
  public:
