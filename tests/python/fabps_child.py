@@ -13,6 +13,7 @@ Exits 0 unless something failed.
 """
 
 import sys
+import time
 
 import numpy as np
 
@@ -41,6 +42,9 @@ except KeyboardInterrupt:
 if mode == "wait":
     sys.stdin.readline()
     c.push({"w": np.ones_like(w)}, timeout=30).wait(timeout=30)
+    end = time.monotonic() + 30
+    while c._c.in_flight() and time.monotonic() < end:
+        time.sleep(0.01)  # the interrupted push: applied once its credit came
     c.pull({"w": w}, timeout=30)
     print("recovered", round(float(-w[0]) / 0.01), flush=True)
 c.close()
