@@ -141,22 +141,33 @@ def test_buffers_are_held_until_the_transfer_is_over(cluster):
         np.testing.assert_array_equal(out, init["w"] - LR)
 
 
-def test_init_election_between_two_trainers(cluster):
-    ps = cluster(2)
+@pytest.mark.parametrize("discovery", ["addresses", "store"])
+def test_init_election_between_two_trainers(provider, tmp_path, discovery):
+    # Without a store pserver 0's init grant decides; with one (the pservers
+    # publish their addresses there), the store's election does.
+    store = f"local:{tmp_path}/store"
+    extra = ["--store", store, "--job", "j"] if discovery == "store" else []
+    ps = PServerProcs(provider, 2, tmp_path, extra).start_all()
     mine = params()
     theirs = {k: v + 100 for k, v in params().items()}
     results = {}
 
     def trainer(tid, values):
-        with client(ps, trainer_id=tid) as c:
+        where = ({"store": store, "job": "j"} if discovery == "store" else
+                 {"addresses": ps.addresses})
+        with fabps.PServerClient(provider=provider, trainer_id=tid,
+                                 block_elements=BLOCK, **where) as c:
             results[tid] = (c.init_params(values, timeout=30), values)
 
     threads = [threading.Thread(target=trainer, args=(1, mine)),
                threading.Thread(target=trainer, args=(2, theirs))]
-    for t in threads:
-        t.start()
-    for t in threads:
-        t.join(60)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(60)
+    finally:
+        ps.close()
     assert sorted(r[0] for r in results.values()) == [False, True]
     winner = next(v for won, v in results.values() if won)
     loser = next(v for won, v in results.values() if not won)
