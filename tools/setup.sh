@@ -11,6 +11,7 @@ PACKAGES=(
   libzstd-dev zlib1g-dev libcurl4-openssl-dev nlohmann-json3-dev libcli11-dev libeigen3-dev
   etcd-server etcd-client iperf3 dataset-fashion-mnist
   iproute2 procps python3 python3-thrift openssl
+  pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-torch
 )
 
 missing=()

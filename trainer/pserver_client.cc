@@ -395,6 +395,11 @@ Status PServerClient::Wait(const std::shared_ptr<TransferHandle>& handle,
   return s;
 }
 
+bool PServerClient::Finished(const std::shared_ptr<TransferHandle>& handle,
+                             Deadline until) {
+  return handle == nullptr || handle->Finished(until);
+}
+
 Status PServerClient::GetParams(const std::vector<ParamBuffer>& params,
                                 Deadline deadline) {
   FABPS_ASSIGN_OR_RETURN(auto pull, GetParamsAsync(params, deadline));
@@ -440,6 +445,11 @@ TrainerId PServerClient::trainer_id() const {
 void PServerClient::ForgetBuffer(const void* data, size_t bytes) {
   std::lock_guard<std::mutex> l(impl_->mu);
   impl_->fabric->cache().Invalidate(data, bytes);
+}
+
+PServerClient::RegistrationStats PServerClient::registration_stats() const {
+  transport::RegistrationCache::Stats s = impl_->fabric->cache().stats();
+  return RegistrationStats{s.hits, s.misses, s.entries, s.bytes};
 }
 
 }  // namespace fabps::trainer

@@ -163,6 +163,13 @@ class PServerClient {
   // Waits until every block of the push is applied (of the pull is read),
   // or the first error; TimedOut at `deadline`.
   Status Wait(const std::shared_ptr<TransferHandle>& handle, Deadline deadline);
+  // Waits until Wait on `handle` would return at once, or until `until`;
+  // returns whether it would. Takes no lock and records nothing (the client
+  // is not marked broken): for callers that wait in short slices and check
+  // for other events in between (the Python binding checks for Ctrl-C),
+  // then call Wait for the result.
+  static bool Finished(const std::shared_ptr<TransferHandle>& handle,
+                       Deadline until);
   // GetParamsAsync and Wait in one call.
   Status GetParams(const std::vector<ParamBuffer>& params, Deadline deadline);
   // Each pserver writes a checkpoint of its shard into `dir` (a path on the
@@ -176,6 +183,13 @@ class PServerClient {
   std::string provider() const;
   TrainerId trainer_id() const;
   void ForgetBuffer(const void* data, size_t bytes);
+  // The registration cache of caller buffers (see ForgetBuffer): what a
+  // binding that frees memory behind the caller's back can check.
+  struct RegistrationStats {
+    uint64_t hits = 0, misses = 0;
+    size_t entries = 0, bytes = 0;
+  };
+  RegistrationStats registration_stats() const;
 
  private:
   struct Impl;

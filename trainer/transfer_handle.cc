@@ -41,4 +41,20 @@ Status TransferHandle::Wait(Deadline deadline, bool* from_pserver) {
   return status_;
 }
 
+bool TransferHandle::Finished(Deadline until) {
+  std::vector<transport::Completion> operations;
+  {
+    std::lock_guard<std::mutex> l(mu_);
+    operations = operations_;
+  }
+  for (auto& op : operations) {
+    if (!op.done()) (void)op.Wait(until);
+    std::optional<Status> s = op.Poll();
+    if (!s) return false;
+    if (!s->ok()) return true;  // Wait reports it without the credits
+  }
+  std::unique_lock<std::mutex> l(mu_);
+  return cv_.wait_until(l, until.time(), [&] { return credits_pending_ == 0; });
+}
+
 }  // namespace fabps::trainer

@@ -34,6 +34,11 @@ class TransferHandle {
   // set when the error is a pserver's answer in a credit (the connection
   // itself is fine).
   Status Wait(Deadline deadline, bool* from_pserver);
+  // Waits until Wait would return at once (every operation and credit is
+  // in, or an operation failed) or `until` passes; returns which. Changes
+  // nothing: for callers that wait in slices and check for other events
+  // (signals) in between.
+  bool Finished(Deadline until);
 
  private:
   std::mutex mu_;

@@ -1,0 +1,24 @@
+"""fabps: the trainer side of the fabps parameter server, from Python.
+
+    import numpy as np, fabps
+    w = np.zeros(1000, np.float32)
+    with fabps.PServerClient(addresses=["127.0.0.1:7000"],
+                             rule=fabps.Rule("sgd", lr=0.1)) as c:
+        c.init_params({"w": w})          # True for the trainer that won
+        c.push({"w": np.ones_like(w)}).wait()
+        c.pull({"w": w})                 # w == -0.1 everywhere
+
+See python/README.md. Errors are the classes of fabps.errors (fabps.Error
+and one subclass per Status code).
+"""
+
+from .errors import *  # noqa: F401,F403 - the exception classes
+from .errors import __all__ as _error_names
+from ._core import Rule
+from .client import DEFAULT_SAVE_TIMEOUT, DEFAULT_TIMEOUT, Handle, PServerClient
+from .reader import MasterReader
+
+__version__ = "0.1.0"
+
+__all__ = ["PServerClient", "Handle", "MasterReader", "Rule",
+           "DEFAULT_TIMEOUT", "DEFAULT_SAVE_TIMEOUT"] + list(_error_names)

@@ -1,0 +1,272 @@
+"""fabps.PServerClient: push gradients to and pull parameters from the
+pservers of a job, zero copy, from numpy arrays or torch CPU tensors.
+
+The C++ trainer::PServerClient (trainer/pserver_client.h) does the work;
+this layer turns the caller's objects into numpy views of their memory and
+tells the C++ client when registered memory goes away.
+"""
+
+import time
+import weakref
+
+import numpy as np
+
+from . import _core
+from .errors import InvalidArgument
+
+# Seconds a data call (push, pull, wait) waits when given timeout=None.
+DEFAULT_TIMEOUT = 60.0
+# Seconds save_model waits when given timeout=None.
+DEFAULT_SAVE_TIMEOUT = 600.0
+
+
+def _pairs(named):
+    """(name, buffer) pairs of a dict or a sequence of pairs, in order."""
+    items = named.items() if hasattr(named, "items") else named
+    out = []
+    for item in items:
+        try:
+            name, obj = item
+        except (TypeError, ValueError):
+            raise InvalidArgument(
+                "expected a dict name -> buffer or (name, buffer) pairs, got "
+                f"{item!r}") from None
+        if not isinstance(name, str):
+            raise InvalidArgument(f"parameter name {name!r} is not a str")
+        out.append((name, obj))
+    return out
+
+
+def _is_torch_tensor(obj):
+    return type(obj).__module__.startswith("torch") and hasattr(obj, "detach")
+
+
+def _as_array(name, obj):
+    """A numpy array sharing `obj`'s memory (never a copy)."""
+    if isinstance(obj, np.ndarray):
+        return obj
+    if _is_torch_tensor(obj):
+        if obj.device.type != "cpu":
+            raise InvalidArgument(
+                f"parameter '{name}': the tensor is on {obj.device}; fabps "
+                "moves CPU memory (use a CPU tensor)")
+        try:
+            return obj.detach().numpy()  # shares the tensor's memory
+        except (TypeError, RuntimeError) as e:
+            raise InvalidArgument(f"parameter '{name}': {e}") from None
+    if hasattr(obj, "__array_interface__"):
+        return np.asarray(obj)
+    try:
+        view = memoryview(obj)
+    except TypeError:
+        raise InvalidArgument(
+            f"parameter '{name}': a {type(obj).__name__} is not a buffer "
+            "(pass a numpy array, a torch CPU tensor or an object with the "
+            "buffer protocol)") from None
+    return np.asarray(view)
+
+
+def _owner(arr):
+    """The object whose death frees `arr`'s memory, as far as we can tell."""
+    o = arr
+    while True:
+        if isinstance(o, np.ndarray) and o.base is not None:
+            o = o.base
+        elif isinstance(o, memoryview) and o.obj is not None:
+            o = o.obj
+        elif _is_torch_tensor(o) and getattr(o, "_base", None) is not None:
+            o = o._base
+        else:
+            return o
+
+
+class _Registrations:
+    """The memory ranges the C++ client may hold registered, by owner.
+
+    The C++ client caches the registration of every buffer by address
+    (transport/registration_cache.h); memory freed and handed out again at
+    the same address must not find the old registration. Each owner of
+    transferred memory is watched with a weak reference: when it dies its
+    ranges are queued for ForgetBuffer, which the C++ side applies before its
+    next call. Owners that cannot be watched (bytearray, bytes) give
+    transient ranges, forgotten when their transfer is over.
+    """
+
+    def __init__(self, core):
+        self._core = weakref.ref(core)
+        self._owners = {}  # id(owner) -> (weakref, set of (ptr, bytes))
+
+    def track(self, arr):
+        """(ptr, bytes) of `arr`; None when its owner is watched now."""
+        ptr = arr.__array_interface__["data"][0]
+        rng = (ptr, arr.nbytes)
+        owner = _owner(arr)
+        entry = self._owners.get(id(owner))
+        if entry is not None and entry[0]() is owner:
+            entry[1].add(rng)
+            return None
+        key = id(owner)
+        try:
+            ref = weakref.ref(owner, lambda _r, key=key: self._gone(key))
+        except TypeError:
+            return rng
+        self._owners[key] = (ref, {rng})
+        return None
+
+    def _gone(self, key):
+        entry = self._owners.pop(key, None)
+        core = self._core()
+        if entry is None or core is None:
+            return
+        for ptr, n in entry[1]:
+            core.forget(ptr, n)
+
+
+class Handle:
+    """A push or pull in flight. It holds the buffers until it is over."""
+
+    __slots__ = ("_h",)
+
+    def __init__(self, h):
+        self._h = h
+
+    def wait(self, timeout=None):
+        """Waits until every block is applied (push) or read (pull).
+
+        Raises the transfer's error (fabps.TimedOut after `timeout` seconds,
+        default DEFAULT_TIMEOUT; fabps.Unavailable for a dead pserver), or
+        KeyboardInterrupt on Ctrl-C (the transfer goes on; its buffers stay
+        held until it is over). Waiting again returns the same result.
+        """
+        self._h.wait(DEFAULT_TIMEOUT if timeout is None else float(timeout))
+
+    def done(self):
+        """True when wait() would return at once (never blocks)."""
+        return self._h.done()
+
+
+class PServerClient:
+    """A trainer's client of the pservers of a job.
+
+    Finds the pservers by `addresses` (["host:port", ...] or "h:p,h:p", in
+    pserver index order) or, when None, through the coordination store
+    `store` ("local:/dir" or "etcd:http://h:p") of `job`. `provider` is the
+    fabric provider ("auto", "tcp;ofi_rxm", "shm", "verbs;ofi_rxm"), the
+    same as the pservers'. `rule` is the fabps.Rule of every parameter,
+    `rules` a dict name -> fabps.Rule of exceptions; both, like
+    `block_elements`, count only when this trainer initializes the job.
+    `trainer_id` 0 picks a random id. `rpc_timeout_ms` bounds each control
+    RPC, `init_wait_ms` the init election and finding the pservers.
+
+    Buffers are numpy arrays, torch CPU tensors or buffer-protocol objects,
+    used in place (never copied): C-contiguous, of the parameter's dtype
+    (float32 for a float32 parameter) and element count, else
+    fabps.InvalidArgument (a ValueError) naming the parameter; an unknown
+    name is fabps.NotFound. `named` arguments are a dict name -> buffer or a
+    list of (name, buffer) pairs.
+
+    Timeouts are seconds; None means DEFAULT_TIMEOUT for data calls and
+    DEFAULT_SAVE_TIMEOUT for save_model. Every wait releases the GIL and
+    wakes for Ctrl-C (KeyboardInterrupt) within a fraction of a second.
+    After a failed step (a pserver died) the next call reconnects.
+    """
+
+    def __init__(self, store=None, job="default", addresses=None,
+                 provider="auto", interface="", trainer_id=0, rule=None,
+                 rules=None, rpc_timeout_ms=10000, init_wait_ms=120000,
+                 block_elements=None):
+        if isinstance(addresses, str):
+            addresses = [a.strip() for a in addresses.split(",") if a.strip()]
+        self._init_wait_s = init_wait_ms / 1000.0
+        self._c = _core.PServerClient(
+            store, job, list(addresses or []), provider, interface,
+            int(trainer_id), rule, dict(rules or {}), int(rpc_timeout_ms),
+            int(init_wait_ms), block_elements)
+        self._regs = _Registrations(self._c)
+
+    # --- initialization ----------------------------------------------------
+
+    def init_params(self, named, timeout=None):
+        """Initializes the job's parameters or learns them.
+
+        The init election decides: the winner sends `named` (their order is
+        the layout's order) and gets True; every other trainer gets False
+        after the current values were pulled into its buffers. `timeout`
+        None: init_wait_ms.
+        """
+        pairs = _pairs(named)
+        if self._c.begin_init(timeout):
+            for name, obj in pairs:
+                self._c.init_param(name, _as_array(name, obj))
+            self._c.finish_init(timeout)
+            return True
+        self.pull(pairs, self._init_wait_s if timeout is None else timeout)
+        return False
+
+    # --- data path ---------------------------------------------------------
+
+    def _start(self, named, timeout, pull):
+        pairs = _pairs(named)
+        items = []
+        transient = []
+        for name, obj in pairs:
+            arr = _as_array(name, obj)
+            items.append((name, arr))
+            rng = self._regs.track(arr)
+            if rng is not None:
+                transient.append(rng)
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        return Handle(self._c.start(items, (pairs, items), transient, timeout,
+                                    pull))
+
+    def push(self, named_grads, timeout=None):
+        """Starts pushing gradients; returns a Handle (wait() = applied)."""
+        return self._start(named_grads, timeout, False)
+
+    def pull_async(self, named, timeout=None):
+        """Starts reading the parameters into the buffers; returns a Handle
+        (the buffers hold the values when wait() returns)."""
+        return self._start(named, timeout, True)
+
+    def pull(self, named, timeout=None):
+        """Reads the current values into the buffers (in place)."""
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        start = time.monotonic()
+        h = self.pull_async(named, timeout)
+        h.wait(max(0.0, timeout - (time.monotonic() - start)))
+
+    def save_model(self, path, timeout=None):
+        """Every pserver checkpoints its shard into directory `path` (on the
+        pservers' machines)."""
+        self._c.save_model(
+            str(path), DEFAULT_SAVE_TIMEOUT if timeout is None else timeout)
+
+    # --- the rest ----------------------------------------------------------
+
+    @property
+    def trainer_id(self):
+        return self._c.trainer_id
+
+    @property
+    def provider(self):
+        """The fabric provider in use (what "auto" chose)."""
+        return self._c.provider
+
+    def registration_stats(self):
+        """The C++ registration cache: hits, misses, entries, bytes."""
+        return self._c.registration_stats()
+
+    def close(self):
+        """Closes the client; transfers not waited for end (their buffers
+        are let go). Calls after close raise fabps.FailedPrecondition."""
+        self._c.close()
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __repr__(self):
+        state = "closed" if self._c.closed else self.provider
+        return f"<fabps.PServerClient trainer {self.trainer_id} {state}>"

@@ -1,0 +1,425 @@
+#include "python/src/pserver_client.h"
+
+#include <pybind11/numpy.h>
+#include <pybind11/stl.h>
+
+#include <chrono>
+#include <cmath>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "python/src/buffers.h"
+#include "python/src/call_thread.h"
+#include "python/src/status_error.h"
+#include "trainer/pserver_client.h"
+
+namespace py = pybind11;
+
+namespace fabps::python {
+
+namespace {
+
+using trainer::ParamBuffer;
+using trainer::PServerClient;
+using trainer::TransferHandle;
+using Range = std::pair<uintptr_t, size_t>;
+
+Deadline DeadlineIn(double seconds, const char* what) {
+  if (!std::isfinite(seconds) || seconds < 0 || seconds > 86400.0 * 365) {
+    ThrowStatus(Status::InvalidArgument(std::string(what) +
+                                        ": timeout must be seconds >= 0"));
+  }
+  return Deadline::In(std::chrono::duration_cast<std::chrono::nanoseconds>(
+      std::chrono::duration<double>(seconds)));
+}
+
+const Deadline kPast(SteadyClock::time_point::min());
+
+// What the CallThread reports of the call that started a transfer.
+struct Started {
+  Status status;
+  std::shared_ptr<TransferHandle> handle;  // set when status is OK
+};
+
+// One push or pull, from the Python side. Touched with the GIL held only.
+struct Transfer {
+  std::shared_ptr<CallThread::Call> start;
+  std::shared_ptr<Started> started = std::make_shared<Started>();
+  py::object keep;               // the caller's objects, until released
+  std::vector<Range> transient;  // forgotten once the transfer is over
+  std::optional<Status> result;  // set by the first Wait that ended
+  bool released = false;
+  // For a start that failed after it may have posted operations: released
+  // after a later start succeeded (which reconnected first, ending them).
+  uint64_t failed_at_start = 0;
+
+  // Whether nothing of the transfer may touch its memory any more.
+  bool Over(uint64_t successful_starts) {
+    if (!start->done()) return false;
+    const Status& s = started->status;
+    if (!s.ok()) {
+      return s.code() == Status::Code::kInvalidArgument ||
+             s.code() == Status::Code::kNotFound ||
+             successful_starts > failed_at_start;
+    }
+    return PServerClient::Finished(started->handle, kPast);
+  }
+};
+
+class Client : public std::enable_shared_from_this<Client> {
+ public:
+  explicit Client(trainer::PServerClientOptions options) {
+    auto r = RunDetached<Result<std::unique_ptr<PServerClient>>>(
+        [options] { return PServerClient::Connect(options); });
+    client_ = ValueOrThrow(std::move(r));
+    thread_ = std::make_unique<CallThread>();
+  }
+  ~Client() { Shutdown(); }
+
+  // Runs fn(client) on the CallThread after the queued forgets.
+  template <typename T>
+  T Run(std::function<T(PServerClient*)> fn) {
+    return RunInterruptibly<T>(*thread_, Wrap(std::move(fn)));
+  }
+
+  bool BeginInit(std::optional<double> timeout) {
+    CheckOpen();
+    std::optional<Deadline> d;
+    if (timeout) d = DeadlineIn(*timeout, "init_params");
+    return ValueOrThrow(Run<Result<bool>>([d](PServerClient* c) {
+      return d ? c->BeginInitParams(true, *d) : c->BeginInitParams(true);
+    }));
+  }
+
+  void InitParam(const std::string& name, const py::array& a) {
+    CheckOpen();
+    trainer::ParamSpec spec;
+    spec.name = name;
+    spec.dtype = DTypeOfArray(name, a);
+    CheckContiguous(name, a);
+    for (py::ssize_t i = 0; i < a.ndim(); i++)
+      spec.shape.push_back(static_cast<uint64_t>(a.shape(i)));
+    // Copied here: the call may outlive this frame when it is interrupted.
+    auto values = std::make_shared<std::string>(
+        static_cast<const char*>(a.data()), static_cast<size_t>(a.nbytes()));
+    ThrowIfError(Run<Status>([spec, values](PServerClient* c) {
+      return c->InitParam(spec, values->data(), values->size());
+    }));
+  }
+
+  void FinishInit(std::optional<double> timeout) {
+    CheckOpen();
+    std::optional<Deadline> d;
+    if (timeout) d = DeadlineIn(*timeout, "init_params");
+    ThrowIfError(Run<Status>([d](PServerClient* c) {
+      return d ? c->FinishInitParams(*d) : c->FinishInitParams();
+    }));
+  }
+
+  std::shared_ptr<Transfer> Start(const py::sequence& items, py::object keep,
+                                  std::vector<Range> transient, double timeout,
+                                  bool pull) {
+    CheckOpen();
+    Prune();
+    Deadline deadline = DeadlineIn(timeout, pull ? "pull" : "push");
+    EnsureShapes(deadline);
+    std::vector<ParamBuffer> buffers = CheckBuffers(items, shapes_, pull);
+    auto t = std::make_shared<Transfer>();
+    t->keep = std::move(keep);
+    t->transient = std::move(transient);
+    t->failed_at_start = successful_starts_;
+    auto started = t->started;
+    t->start =
+        thread_->Submit(Wrap<int>([buffers = std::move(buffers), deadline, pull,
+                                   started](PServerClient* c) {
+          auto r = pull ? c->GetParamsAsync(buffers, deadline)
+                        : c->SendGrads(buffers, deadline);
+          if (r.ok()) {
+            started->handle = *r;
+          } else {
+            started->status = r.status();
+          }
+          return 0;
+        }));
+    in_flight_.push_back(t);  // owned from here on, interrupted or not
+    WaitInterruptibly([&](Deadline until) { return t->start->WaitFor(until); },
+                      Deadline::Infinite());
+    if (!started->status.ok()) {
+      Prune();
+      ThrowStatus(started->status);
+    }
+    successful_starts_++;
+    return t;
+  }
+
+  // Waits for `t` until `timeout` seconds from now; raises its error.
+  void Wait(const std::shared_ptr<Transfer>& t, double timeout) {
+    if (!t->result) {
+      Deadline deadline = DeadlineIn(timeout, "wait");
+      if (closed_)
+        ThrowStatus(
+            Status::Cancelled("the client was closed before the "
+                              "transfer was waited for"));
+      WaitInterruptibly(
+          [&](Deadline until) {
+            return t->start->WaitFor(until) &&
+                   (!t->started->status.ok() ||
+                    PServerClient::Finished(t->started->handle, until));
+          },
+          deadline);
+      if (!t->started->status.ok()) {
+        t->result = t->started->status;
+      } else {
+        auto handle = t->started->handle;
+        // At once when finished; TimedOut otherwise (and the client
+        // reconnects at its next call, as after any transfer error).
+        t->result = Run<Status>([handle, deadline](PServerClient* c) {
+          return c->Wait(handle, deadline);
+        });
+      }
+      Prune();
+    }
+    ThrowIfError(*t->result);
+  }
+
+  bool Done(const std::shared_ptr<Transfer>& t) {
+    return t->released || t->result.has_value() ||
+           (t->start->done() &&
+            (!t->started->status.ok() ||
+             PServerClient::Finished(t->started->handle, kPast)));
+  }
+
+  void SaveModel(const std::string& dir, double timeout) {
+    CheckOpen();
+    Deadline d = DeadlineIn(timeout, "save_model");
+    ThrowIfError(Run<Status>(
+        [dir, d](PServerClient* c) { return c->SaveModel(dir, d); }));
+  }
+
+  // Called when memory that may be registered goes away (any thread with
+  // the GIL; never blocks on the client).
+  void Forget(uintptr_t ptr, size_t bytes) {
+    std::lock_guard<std::mutex> l(forget_mu_);
+    forget_.emplace_back(ptr, bytes);
+  }
+
+  py::dict RegistrationStats() {
+    CheckOpen();
+    auto s = Run<PServerClient::RegistrationStats>(
+        [](PServerClient* c) { return c->registration_stats(); });
+    py::dict d;
+    d["hits"] = s.hits;
+    d["misses"] = s.misses;
+    d["entries"] = s.entries;
+    d["bytes"] = s.bytes;
+    return d;
+  }
+
+  size_t in_flight() {
+    Prune();
+    return in_flight_.size();
+  }
+
+  // Waits (interruptibly) for the calls queued, then closes the client:
+  // transfers still in flight end and their buffers are let go.
+  void Close() {
+    if (closed_) return;
+    RunInterruptibly<int>(*thread_, [] { return 0; });
+    Shutdown();
+  }
+
+  int64_t trainer_id() const { return trainer_id_cache(); }
+  std::string provider() const {
+    if (closed_) return provider_;
+    return client_->provider();
+  }
+  bool closed() const { return closed_; }
+
+ private:
+  int64_t trainer_id_cache() const {
+    return closed_ ? trainer_id_ : client_->trainer_id();
+  }
+
+  void CheckOpen() const {
+    if (closed_)
+      ThrowStatus(Status::FailedPrecondition("the client is closed"));
+  }
+
+  template <typename T>
+  std::function<T()> Wrap(std::function<T(PServerClient*)> fn) {
+    PServerClient* c = client_.get();
+    return [this, c, fn = std::move(fn)] {
+      ApplyForgets(c);
+      return fn(c);
+    };
+  }
+
+  // On the CallThread.
+  void ApplyForgets(PServerClient* c) {
+    std::vector<Range> todo;
+    {
+      std::lock_guard<std::mutex> l(forget_mu_);
+      todo.swap(forget_);
+    }
+    for (const Range& r : todo)
+      c->ForgetBuffer(reinterpret_cast<const void*>(r.first), r.second);
+  }
+
+  void EnsureShapes(Deadline deadline) {
+    if (!shapes_.empty()) return;
+    auto r = Run<Result<ParamShapes>>(
+        [deadline](PServerClient* c) -> Result<ParamShapes> {
+          FABPS_ASSIGN_OR_RETURN(const trainer::Layout* l, c->layout(deadline));
+          return ShapesOf(*l);
+        });
+    shapes_ = ValueOrThrow(std::move(r));
+  }
+
+  // Lets go of the transfers that are over.
+  void Prune() {
+    std::vector<std::shared_ptr<Transfer>> keep;
+    for (auto& t : in_flight_) {
+      if (t->Over(successful_starts_)) {
+        Release(*t);
+      } else {
+        keep.push_back(t);
+      }
+    }
+    in_flight_.swap(keep);
+  }
+
+  void Release(Transfer& t) {
+    for (const Range& r : t.transient) Forget(r.first, r.second);
+    t.transient.clear();
+    t.keep = py::none();
+    t.released = true;
+  }
+
+  void Shutdown() {
+    if (closed_) return;
+    trainer_id_ = client_->trainer_id();
+    provider_ = client_->provider();
+    {
+      py::gil_scoped_release release;
+      thread_.reset();  // runs what is queued
+      client_.reset();  // closes the endpoint: nothing is in flight after
+    }
+    closed_ = true;
+    for (auto& t : in_flight_) Release(*t);
+    in_flight_.clear();
+  }
+
+  std::unique_ptr<PServerClient> client_;
+  std::unique_ptr<CallThread> thread_;
+  bool closed_ = false;
+  int64_t trainer_id_ = 0;
+  std::string provider_;
+  ParamShapes shapes_;  // of the job, once known
+  std::vector<std::shared_ptr<Transfer>> in_flight_;
+  uint64_t successful_starts_ = 0;
+  std::mutex forget_mu_;
+  std::vector<Range> forget_;
+};
+
+// A transfer as Python sees it; keeps its client alive.
+struct Handle {
+  std::shared_ptr<Client> client;
+  std::shared_ptr<Transfer> transfer;
+};
+
+trainer::PServerClientOptions MakeOptions(
+    const std::optional<std::string>& store, const std::string& job,
+    const std::vector<std::string>& addresses, const std::string& provider,
+    const std::string& interface, int64_t trainer_id,
+    const std::optional<trainer::UpdateRuleConfig>& rule,
+    const std::map<std::string, trainer::UpdateRuleConfig>& rules,
+    int rpc_timeout_ms, int init_wait_ms,
+    const std::optional<uint64_t>& block_elements) {
+  trainer::PServerClientOptions o;
+  o.addresses = addresses;
+  if (store) o.store_spec = *store;
+  o.job = job;
+  o.provider = provider;
+  o.interface_address = interface;
+  o.trainer_id = trainer_id;
+  if (rule) o.default_rule = *rule;
+  o.rules = rules;
+  auto positive = [](const char* what, int64_t v) {
+    if (v <= 0 || v > 86400000)
+      ThrowStatus(Status::InvalidArgument(std::string(what) +
+                                          " must be in (0, 86400000]"));
+  };
+  positive("rpc_timeout_ms", rpc_timeout_ms);
+  positive("init_wait_ms", init_wait_ms);
+  o.rpc_timeout_ms = rpc_timeout_ms;
+  o.init_wait_ms = init_wait_ms;
+  if (block_elements) {
+    if (*block_elements == 0)
+      ThrowStatus(Status::InvalidArgument("block_elements must be >= 1"));
+    o.block_elements = *block_elements;
+  }
+  return o;
+}
+
+}  // namespace
+
+void DefinePServerClient(py::module_& m) {
+  py::class_<Handle, std::shared_ptr<Handle>>(m, "Handle")
+      .def(
+          "wait",
+          [](Handle& h, double timeout) {
+            h.client->Wait(h.transfer, timeout);
+          },
+          py::arg("timeout"))
+      .def("done", [](Handle& h) { return h.client->Done(h.transfer); });
+
+  py::class_<Client, std::shared_ptr<Client>>(m, "PServerClient")
+      .def(
+          py::init(
+              [](const std::optional<std::string>& store,
+                 const std::string& job,
+                 const std::vector<std::string>& addresses,
+                 const std::string& provider, const std::string& interface,
+                 int64_t trainer_id,
+                 const std::optional<trainer::UpdateRuleConfig>& rule,
+                 const std::map<std::string, trainer::UpdateRuleConfig>& rules,
+                 int rpc_timeout_ms, int init_wait_ms,
+                 const std::optional<uint64_t>& block_elements) {
+                return std::make_shared<Client>(MakeOptions(
+                    store, job, addresses, provider, interface, trainer_id,
+                    rule, rules, rpc_timeout_ms, init_wait_ms, block_elements));
+              }),
+          py::arg("store"), py::arg("job"), py::arg("addresses"),
+          py::arg("provider"), py::arg("interface"), py::arg("trainer_id"),
+          py::arg("rule"), py::arg("rules"), py::arg("rpc_timeout_ms"),
+          py::arg("init_wait_ms"), py::arg("block_elements"))
+      .def("begin_init", &Client::BeginInit, py::arg("timeout"))
+      .def("init_param", &Client::InitParam, py::arg("name"), py::arg("array"))
+      .def("finish_init", &Client::FinishInit, py::arg("timeout"))
+      .def(
+          "start",
+          [](Client& c, const py::sequence& items, py::object keep,
+             std::vector<Range> transient, double timeout, bool pull) {
+            auto t = c.Start(items, std::move(keep), std::move(transient),
+                             timeout, pull);
+            return std::make_shared<Handle>(
+                Handle{c.shared_from_this(), std::move(t)});
+          },
+          py::arg("items"), py::arg("keep"), py::arg("transient"),
+          py::arg("timeout"), py::arg("pull"))
+      .def("save_model", &Client::SaveModel, py::arg("dir"), py::arg("timeout"))
+      .def("forget", &Client::Forget, py::arg("ptr"), py::arg("bytes"))
+      .def("registration_stats", &Client::RegistrationStats)
+      .def("in_flight", &Client::in_flight)
+      .def("close", &Client::Close)
+      .def_property_readonly("closed", &Client::closed)
+      .def_property_readonly("trainer_id", &Client::trainer_id)
+      .def_property_readonly("provider", &Client::provider);
+}
+
+}  // namespace fabps::python
