@@ -1,95 +1,37 @@
 """fabps.torch.DistributedOptimizer against real pservers.
 
-Each test starts two fabps-pserver processes (free loopback ports, their own
-temporary directories, ended by PID) and trains a small two-layer model
-through the optimizer: one step of the pservers' sgd must give what plain
+Each test starts two fabps-pserver processes (pserver_procs.py: free
+loopback ports, a temporary directory, ended by PID) and trains a small
+two-layer model through the optimizer: one step of the pservers' sgd must give what plain
 torch computes (w - lr * g), the gradient hooks must push layer by layer
 while backward still runs, the overlapped pull must land before a layer's
 forward, a second trainer must receive the first one's values, and a dead
 pserver must cost a step, not the trainer.
 
-  FABPS_PSERVER=<build>/pserver/daemon/fabps-pserver \
-  PYTHONPATH=<build>/python /usr/bin/python3 -m pytest torch_optimizer_test.py
+  FABPS_BUILD_DIR=<build> PYTHONPATH=<build>/python \
+      /usr/bin/python3 -m pytest torch_optimizer_test.py
 """
 
 import os
-import signal
-import subprocess
-import tempfile
-import time
 
 import pytest
 import torch
 
 import fabps
 import fabps.torch
+from pserver_procs import PServerProcs
 
-PSERVER = os.environ.get("FABPS_PSERVER", "")
 os.environ.setdefault("FABPS_JOB_TOKEN", "torch-optimizer-test")
 torch.set_num_threads(1)
 
 
-class PServer:
-    """fabps-pserver --index i of n on a free port (--port 0, --port-file),
-    its checkpoints in `directory`; stop() ends only this process."""
-
-    def __init__(self, index, count, directory):
-        d = os.path.join(directory, f"ps{index}")
-        os.makedirs(d)
-        port_file = os.path.join(d, "port")
-        self.log_path = os.path.join(d, "log")
-        with open(self.log_path, "wb") as log:
-            self.proc = subprocess.Popen(
-                [PSERVER, "--provider", "tcp;ofi_rxm", "--host", "127.0.0.1",
-                 "--port", "0", "--port-file", port_file, "--index",
-                 str(index), "--num-pservers", str(count), "--checkpoint-dir",
-                 os.path.join(d, "ckpt"), "--save-period", "0",
-                 "--apply-threads", "1"],
-                stdout=log, stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
-        while True:
-            try:
-                with open(port_file) as f:
-                    text = f.read()
-                if text.endswith("\n"):
-                    self.address = f"127.0.0.1:{int(text)}"
-                    return
-            except FileNotFoundError:
-                pass
-            if self.proc.poll() is not None or time.monotonic() > deadline:
-                self.stop()
-                with open(self.log_path, "rb") as f:
-                    raise RuntimeError("fabps-pserver did not start:\n" +
-                                       f.read().decode(errors="replace"))
-            time.sleep(0.01)
-
-    def kill(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGKILL)
-            self.proc.wait(timeout=30)
-
-    def stop(self):
-        if self.proc.poll() is None:
-            self.proc.send_signal(signal.SIGTERM)
-            try:
-                self.proc.wait(timeout=20)
-            except subprocess.TimeoutExpired:
-                self.kill()
-
-
 @pytest.fixture
-def pservers():
-    if not PSERVER:
-        pytest.skip("FABPS_PSERVER (the fabps-pserver binary) is not set")
-    with tempfile.TemporaryDirectory(prefix="fabps-torch-test-") as d:
-        started = []
-        try:
-            for i in range(2):
-                started.append(PServer(i, 2, d))
-            yield started
-        finally:
-            for p in started:
-                p.stop()
+def pservers(tmp_path):
+    procs = PServerProcs("tcp;ofi_rxm", 2, tmp_path)
+    try:
+        yield procs.start_all()
+    finally:
+        procs.close()
 
 
 class TwoLayers(torch.nn.Module):
@@ -116,7 +58,7 @@ def batch(seed):
 
 def client(pservers, lr=0.1, **kw):
     return fabps.PServerClient(
-        addresses=[p.address for p in pservers], provider="tcp;ofi_rxm",
+        addresses=pservers.addresses, provider="tcp;ofi_rxm",
         interface="127.0.0.1", rule=fabps.Rule(kind="sgd", lr=lr),
         rpc_timeout_ms=5000, init_wait_ms=30000, block_elements=16, **kw)
 
@@ -219,7 +161,7 @@ def test_a_dead_pserver_loses_steps_then_raises(pservers):
         c, model.named_parameters(), model=model, timeout=3,
         max_lost_steps=2, retry_delay=0)
     opt.init_params()
-    pservers[1].kill()
+    pservers.kill(1)
     x, y = batch(12)
     lost = 0
     with pytest.raises(fabps.Error):
