@@ -55,6 +55,7 @@ import recordio_files  # noqa: E402
 PROGRAM = "fabps-fashion-mnist-torch"
 RULES = ("sgd", "momentum", "nesterov", "adam", "adagrad")
 MAX_LOST_STEPS_IN_A_ROW = 30
+BUCKET_BYTES = 0
 
 
 def _ranged(kind, lo, hi):
@@ -122,6 +123,9 @@ def parse_flags(argv):
     # Only here (not in the C++ trainer):
     a("--threads", type=_ranged(int, 1, 256), default=1,
       help="torch.set_num_threads")
+    a("--bucket-bytes", type=_ranged(int, 0, 1 << 40), default=BUCKET_BYTES,
+      help="gradients pushed (and parameters pulled) in groups of layers "
+           "of at least this many bytes, output layer first; 0: per layer")
     a("--no-overlap-pull", action="store_true",
       help="pull synchronously in step() instead of during the next forward")
     c = p.parse_args(argv)
@@ -205,6 +209,7 @@ class Trainer:
         self.opt = fabps.torch.DistributedOptimizer(
             self.client, self.model.named_parameters(), model=self.model,
             overlap_pull=not cfg.no_overlap_pull, timeout=self.timeout,
+            bucket_bytes=cfg.bucket_bytes,
             max_lost_steps=MAX_LOST_STEPS_IN_A_ROW)
         # The election's winner sends these values; the others overwrite
         # them with the job's.

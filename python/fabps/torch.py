@@ -94,11 +94,18 @@ class DistributedOptimizer:
         rpc_timeout_ms).
       max_lost_steps: lost steps in a row before step() raises.
       retry_delay: seconds step() pauses after a lost step.
+      bucket_bytes: layers are merged into one push (and one pull), in
+        backward order (output layer first), until a group holds at least
+        this many bytes of parameters; 0: one group per layer. Every push
+        and pull costs a fixed overhead (a round trip through the client's
+        worker thread and the fabric), so on small models fewer, larger
+        groups are faster (as DistributedDataParallel's bucket_cap_mb);
+        on large ones, per-layer groups overlap more of the backward.
     """
 
     def __init__(self, client, named_parameters, model=None,
                  overlap_pull=True, timeout=None, max_lost_steps=30,
-                 retry_delay=0.2):
+                 retry_delay=0.2, bucket_bytes=0):
         self._client = client
         self._timeout = timeout
         self._max_lost = max_lost_steps
@@ -121,7 +128,7 @@ class DistributedOptimizer:
                     not p.grad.is_contiguous():
                 p.grad = torch.zeros_like(p)
             self._grads[n] = p.grad
-        self._layers = self._group(named, model)
+        self._layers = self._merge(self._group(named, model), bucket_bytes)
         self._overlap = overlap_pull and model is not None
         # Autograd hooks: one per parameter, on its gradient accumulator.
         # The accumulators are kept alive here, so autograd reuses them.
@@ -170,7 +177,9 @@ class DistributedOptimizer:
         """Waits for this step's pushes (pushing any layer whose hooks did
         not all fire, e.g. parameters unused by the loss keep a zero
         gradient), then pulls the parameters. True when the update went
-        through; False when the step was lost (see the module's notes)."""
+        through; False when the step was lost (see the module's notes): a
+        push or the pull after it failed (a failure of an overlapped pull,
+        seen by the next forward, counts for the next step)."""
         self.steps += 1
         for layer in self._layers:
             if 0 < layer.ready < len(layer.params):
@@ -238,6 +247,24 @@ class DistributedOptimizer:
         layers += [_Layer([n], [p]) for n, p in named if id(p) not in seen]
         return layers
 
+    @staticmethod
+    def _merge(layers, bucket_bytes):
+        """Consecutive layers, from the last, merged into groups of at
+        least bucket_bytes (the first group formed may hold less)."""
+        if bucket_bytes <= 0:
+            return layers
+        merged, names, params, size = [], [], [], 0
+        for layer in reversed(layers):
+            names += layer.names
+            params += layer.params
+            size += sum(p.numel() * p.element_size() for p in layer.params)
+            if size >= bucket_bytes:
+                merged.append(_Layer(names, params))
+                names, params, size = [], [], 0
+        if params:
+            merged.append(_Layer(names, params))
+        return merged[::-1]
+
     def _register_forward_waits(self, model):
         by_param = {}
         for layer in self._layers:
@@ -293,8 +320,8 @@ class DistributedOptimizer:
         return error
 
     def _start_pull(self):
-        """Pulls every parameter (synchronously without overlap); returns a
-        transient error of the synchronous pull."""
+        """Pulls every parameter (without overlap) or starts the pulls;
+        returns the transient error that stopped it."""
         if not self._overlap:
             try:
                 self._client.pull(self._named_data(), timeout=self._timeout)
@@ -307,8 +334,10 @@ class DistributedOptimizer:
                     [(n, p.data) for n, p in zip(layer.names, layer.params)],
                     timeout=self._timeout)
             except self._transient as e:
-                self._pull_error = self._pull_error or e
+                # A client that cannot reach a pserver spends its timeout
+                # on each call: the other layers wait for the next step.
                 layer.pull = None
+                return e
         return None
 
     def _wait_layers(self, layers):
