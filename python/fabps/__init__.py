@@ -14,7 +14,9 @@ and one subclass per Status code).
 
 from .errors import *  # noqa: F401,F403 - the exception classes
 from .errors import __all__ as _error_names
-from ._core import Rule
+from ._signals import import_core as _import_core
+
+Rule = _import_core(__name__).Rule  # first: client.py and reader.py use it
 from .client import DEFAULT_SAVE_TIMEOUT, DEFAULT_TIMEOUT, Handle, PServerClient
 from .reader import MasterReader
 

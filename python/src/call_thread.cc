@@ -27,34 +27,42 @@ void CallThread::Call::Run() {
   cv_.notify_all();
 }
 
-CallThread::CallThread() : thread_([this] { Loop(); }) {}
+CallThread::CallThread() : thread_([q = q_] { Loop(q); }) {}
 
 CallThread::~CallThread() {
-  {
-    std::lock_guard<std::mutex> l(mu_);
-    stop_ = true;
-    cv_.notify_all();
-  }
+  if (!thread_.joinable()) return;
+  Stop();
   thread_.join();
+}
+
+void CallThread::Stop() {
+  std::lock_guard<std::mutex> l(q_->mu);
+  q_->stop = true;
+  q_->cv.notify_all();
+}
+
+void CallThread::Detach() {
+  Stop();
+  thread_.detach();
 }
 
 std::shared_ptr<CallThread::Call> CallThread::Submit(std::function<void()> fn) {
   auto call = std::make_shared<Call>(std::move(fn));
-  std::lock_guard<std::mutex> l(mu_);
-  queue_.push_back(call);
-  cv_.notify_all();
+  std::lock_guard<std::mutex> l(q_->mu);
+  q_->calls.push_back(call);
+  q_->cv.notify_all();
   return call;
 }
 
-void CallThread::Loop() {
+void CallThread::Loop(std::shared_ptr<Queue> q) {
   for (;;) {
     std::shared_ptr<Call> call;
     {
-      std::unique_lock<std::mutex> l(mu_);
-      cv_.wait(l, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_, and everything queued ran
-      call = std::move(queue_.front());
-      queue_.pop_front();
+      std::unique_lock<std::mutex> l(q->mu);
+      q->cv.wait(l, [&] { return q->stop || !q->calls.empty(); });
+      if (q->calls.empty()) return;  // stopped, and everything queued ran
+      call = std::move(q->calls.front());
+      q->calls.pop_front();
     }
     call->Run();
   }

@@ -13,7 +13,8 @@
 // from the Python frame that was left.
 //
 // Thread safety: Submit from any thread; a Call may be waited on from any
-// thread. The destructor runs what is queued, then joins.
+// thread. The destructor runs what is queued, then joins; Detach lets the
+// thread finish the queue on its own instead.
 #ifndef FABPS_PYTHON_SRC_CALL_THREAD_H_
 #define FABPS_PYTHON_SRC_CALL_THREAD_H_
 
@@ -57,15 +58,22 @@ class CallThread {
   CallThread& operator=(const CallThread&) = delete;
 
   std::shared_ptr<Call> Submit(std::function<void()> fn);
+  // The thread runs what is queued and then ends by itself; the object is
+  // inert after this (Submit must not be called again).
+  void Detach();
   // Runs `call` on the calling thread.
   static void RunCall(Call& call) { call.Run(); }
 
  private:
-  void Loop();
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<std::shared_ptr<Call>> queue_;
-  bool stop_ = false;
+  struct Queue {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::deque<std::shared_ptr<Call>> calls;
+    bool stop = false;
+  };
+  static void Loop(std::shared_ptr<Queue> q);
+  void Stop();
+  std::shared_ptr<Queue> q_ = std::make_shared<Queue>();
   std::thread thread_;
 };
 

@@ -79,7 +79,36 @@ class Client : public std::enable_shared_from_this<Client> {
     client_ = ValueOrThrow(std::move(r));
     thread_ = std::make_unique<CallThread>();
   }
-  ~Client() { Shutdown(); }
+  // Not closed by the caller (garbage, or the interpreter exiting): a call
+  // still running (bounded only by its own deadline) must not hold up the
+  // exit, so the worker is left to finish it and to destroy the C++ client
+  // after it; the buffers of unfinished transfers are then never let go.
+  ~Client() {
+    if (closed_) return;
+    std::shared_ptr<CallThread::Call> last;
+    {
+      PServerClient* c = client_.release();
+      last = thread_->Submit([c] { delete c; });
+    }
+    bool done;
+    {
+      py::gil_scoped_release release;
+      done = last->WaitFor(Deadline::InMs(kSliceMs));
+      if (done) {
+        thread_.reset();
+      } else {
+        thread_->Detach();
+      }
+    }
+    closed_ = true;
+    for (auto& t : in_flight_) {
+      if (done) {
+        Release(*t);
+      } else {
+        t->keep.release();  // leaked on purpose: the memory may still be used
+      }
+    }
+  }
 
   // Runs fn(client) on the CallThread after the queued forgets.
   template <typename T>
@@ -204,8 +233,8 @@ class Client : public std::enable_shared_from_this<Client> {
   // Called when memory that may be registered goes away (any thread with
   // the GIL; never blocks on the client).
   void Forget(uintptr_t ptr, size_t bytes) {
-    std::lock_guard<std::mutex> l(forget_mu_);
-    forget_.emplace_back(ptr, bytes);
+    std::lock_guard<std::mutex> l(forgets_->mu);
+    forgets_->ranges.emplace_back(ptr, bytes);
   }
 
   py::dict RegistrationStats() {
@@ -233,7 +262,9 @@ class Client : public std::enable_shared_from_this<Client> {
     Shutdown();
   }
 
-  int64_t trainer_id() const { return trainer_id_cache(); }
+  int64_t trainer_id() const {
+    return closed_ ? trainer_id_ : client_->trainer_id();
+  }
   std::string provider() const {
     if (closed_) return provider_;
     return client_->provider();
@@ -241,10 +272,6 @@ class Client : public std::enable_shared_from_this<Client> {
   bool closed() const { return closed_; }
 
  private:
-  int64_t trainer_id_cache() const {
-    return closed_ ? trainer_id_ : client_->trainer_id();
-  }
-
   void CheckOpen() const {
     if (closed_)
       ThrowStatus(Status::FailedPrecondition("the client is closed"));
@@ -253,21 +280,10 @@ class Client : public std::enable_shared_from_this<Client> {
   template <typename T>
   std::function<T()> Wrap(std::function<T(PServerClient*)> fn) {
     PServerClient* c = client_.get();
-    return [this, c, fn = std::move(fn)] {
-      ApplyForgets(c);
+    return [forgets = forgets_, c, fn = std::move(fn)] {
+      forgets->ApplyTo(c);
       return fn(c);
     };
-  }
-
-  // On the CallThread.
-  void ApplyForgets(PServerClient* c) {
-    std::vector<Range> todo;
-    {
-      std::lock_guard<std::mutex> l(forget_mu_);
-      todo.swap(forget_);
-    }
-    for (const Range& r : todo)
-      c->ForgetBuffer(reinterpret_cast<const void*>(r.first), r.second);
   }
 
   void EnsureShapes(Deadline deadline) {
@@ -322,8 +338,23 @@ class Client : public std::enable_shared_from_this<Client> {
   ParamShapes shapes_;  // of the job, once known
   std::vector<std::shared_ptr<Transfer>> in_flight_;
   uint64_t successful_starts_ = 0;
-  std::mutex forget_mu_;
-  std::vector<Range> forget_;
+  // Ranges to ForgetBuffer before the next call. Shared with the calls:
+  // they may outlive this object (see ~Client).
+  struct Forgets {
+    std::mutex mu;
+    std::vector<Range> ranges;
+    // On the CallThread.
+    void ApplyTo(PServerClient* c) {
+      std::vector<Range> todo;
+      {
+        std::lock_guard<std::mutex> l(mu);
+        todo.swap(ranges);
+      }
+      for (const Range& r : todo)
+        c->ForgetBuffer(reinterpret_cast<const void*>(r.first), r.second);
+    }
+  };
+  std::shared_ptr<Forgets> forgets_ = std::make_shared<Forgets>();
 };
 
 // A transfer as Python sees it; keeps its client alive.
