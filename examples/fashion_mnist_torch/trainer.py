@@ -86,10 +86,19 @@ def _list_of(check):
     return parse
 
 
+class _Parser(argparse.ArgumentParser):
+    """One line on a bad flag, as the C++ trainers print (no usage dump)."""
+
+    def error(self, message):
+        print(f"{PROGRAM}: {message}", file=sys.stderr)
+        sys.exit(2)
+
+
 def parse_flags(argv):
     """The flags of trainer_flags.cc, validated; exits 2 naming the flag."""
-    p = argparse.ArgumentParser(
+    p = _Parser(
         prog=PROGRAM,
+        formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Trains a 784-256-128-10 MLP on Fashion-MNIST with fabps "
                     "and PyTorch")
     a = p.add_argument

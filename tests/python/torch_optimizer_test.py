@@ -172,3 +172,28 @@ def test_a_dead_pserver_loses_steps_then_raises(pservers):
             lost += 1
     assert lost == 1 and opt.lost_steps == 2
     c.close()
+
+
+def test_buckets_merge_layers_into_one_push(pservers):
+    model = TwoLayers(seed=13)
+    reference = TwoLayers(seed=13)
+    x, y = batch(14)
+    loss_of(reference, x, y).backward()
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(
+        c, model.named_parameters(), model=model, timeout=20,
+        bucket_bytes=1 << 20)
+    opt.init_params()
+    pushes = []
+    opt.on_push = lambda names: pushes.append(sorted(names))
+    opt.zero_grad()
+    loss_of(model, x, y).backward()
+    assert pushes == [["l1.bias", "l1.weight", "l2.bias", "l2.weight"]]
+    assert opt.step() is True
+    opt.synchronize()
+    for n, p in reference.named_parameters():
+        torch.testing.assert_close(
+            dict(model.named_parameters())[n].detach(),
+            (p - 0.1 * p.grad).detach(), rtol=1e-6, atol=1e-6, msg=n)
+    opt.close()
+    c.close()
