@@ -258,7 +258,11 @@ class PServerClient:
 
     def close(self):
         """Closes the client; transfers not waited for end (their buffers
-        are let go). Calls after close raise fabps.FailedPrecondition."""
+        are let go). Calls after close raise fabps.FailedPrecondition.
+
+        Returns at once if a call interrupted by Ctrl-C is still running:
+        it finishes in the background within its timeout and the client is
+        destroyed after it (its transfers' buffers are then kept forever)."""
         self._c.close()
 
     def __enter__(self):

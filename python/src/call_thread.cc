@@ -41,6 +41,11 @@ void CallThread::Stop() {
   q_->cv.notify_all();
 }
 
+bool CallThread::idle() {
+  std::lock_guard<std::mutex> l(q_->mu);
+  return q_->calls.empty() && !q_->running;
+}
+
 void CallThread::Detach() {
   Stop();
   thread_.detach();
@@ -63,8 +68,11 @@ void CallThread::Loop(std::shared_ptr<Queue> q) {
       if (q->calls.empty()) return;  // stopped, and everything queued ran
       call = std::move(q->calls.front());
       q->calls.pop_front();
+      q->running = true;
     }
     call->Run();
+    std::lock_guard<std::mutex> l(q->mu);
+    q->running = false;
   }
 }
 

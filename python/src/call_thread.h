@@ -58,6 +58,8 @@ class CallThread {
   CallThread& operator=(const CallThread&) = delete;
 
   std::shared_ptr<Call> Submit(std::function<void()> fn);
+  // Whether no call is queued or running (a snapshot).
+  bool idle();
   // The thread runs what is queued and then ends by itself; the object is
   // inert after this (Submit must not be called again).
   void Detach();
@@ -70,6 +72,7 @@ class CallThread {
     std::condition_variable cv;
     std::deque<std::shared_ptr<Call>> calls;
     bool stop = false;
+    bool running = false;
   };
   static void Loop(std::shared_ptr<Queue> q);
   void Stop();

@@ -79,36 +79,7 @@ class Client : public std::enable_shared_from_this<Client> {
     client_ = ValueOrThrow(std::move(r));
     thread_ = std::make_unique<CallThread>();
   }
-  // Not closed by the caller (garbage, or the interpreter exiting): a call
-  // still running (bounded only by its own deadline) must not hold up the
-  // exit, so the worker is left to finish it and to destroy the C++ client
-  // after it; the buffers of unfinished transfers are then never let go.
-  ~Client() {
-    if (closed_) return;
-    std::shared_ptr<CallThread::Call> last;
-    {
-      PServerClient* c = client_.release();
-      last = thread_->Submit([c] { delete c; });
-    }
-    bool done;
-    {
-      py::gil_scoped_release release;
-      done = last->WaitFor(Deadline::InMs(kSliceMs));
-      if (done) {
-        thread_.reset();
-      } else {
-        thread_->Detach();
-      }
-    }
-    closed_ = true;
-    for (auto& t : in_flight_) {
-      if (done) {
-        Release(*t);
-      } else {
-        t->keep.release();  // leaked on purpose: the memory may still be used
-      }
-    }
-  }
+  ~Client() { Shutdown(); }
 
   // Runs fn(client) on the CallThread after the queued forgets.
   template <typename T>
@@ -254,13 +225,12 @@ class Client : public std::enable_shared_from_this<Client> {
     return in_flight_.size();
   }
 
-  // Waits (interruptibly) for the calls queued, then closes the client:
-  // transfers still in flight end and their buffers are let go.
-  void Close() {
-    if (closed_) return;
-    RunInterruptibly<int>(*thread_, [] { return 0; });
-    Shutdown();
-  }
+  // Closes the client: transfers still in flight end and their buffers
+  // are let go. If a call interrupted earlier still runs (bounded only by
+  // its own deadline), it is not waited for: the worker finishes it and
+  // destroys the C++ client after it, and the buffers of transfers not over
+  // are then never let go (they may still be used).
+  void Close() { Shutdown(); }
 
   int64_t trainer_id() const {
     return closed_ ? trainer_id_ : client_->trainer_id();
@@ -320,13 +290,27 @@ class Client : public std::enable_shared_from_this<Client> {
     if (closed_) return;
     trainer_id_ = client_->trainer_id();
     provider_ = client_->provider();
+    closed_ = true;
+    // Calls are submitted with the GIL held only: none can come in between.
+    bool idle = thread_->idle();
     {
       py::gil_scoped_release release;
-      thread_.reset();  // runs what is queued
-      client_.reset();  // closes the endpoint: nothing is in flight after
+      if (idle) {
+        thread_.reset();
+        client_.reset();  // closes the endpoint: nothing is in flight after
+      } else {
+        PServerClient* c = client_.release();
+        thread_->Submit([c] { delete c; });
+        thread_->Detach();
+      }
     }
-    closed_ = true;
-    for (auto& t : in_flight_) Release(*t);
+    for (auto& t : in_flight_) {
+      if (idle) {
+        Release(*t);
+      } else {
+        t->keep.release();  // leaked on purpose: the memory may still be used
+      }
+    }
     in_flight_.clear();
   }
 

@@ -6,7 +6,10 @@ MODE wait: initializes one parameter, prints "ready", reads a line (the
 parent freezes the pserver meanwhile), pushes and waits. MODE call: pulls
 from an uninitialized job (the call itself blocks). Either way it prints
 "blocked" just before blocking; on KeyboardInterrupt it prints
-"interrupted" and exits 0.
+"interrupted". In mode wait it then reads a line (the parent thaws the
+pserver), pushes again and pulls, and prints "recovered" with the number of
+pushes the pserver applied (the interrupted one included: it went on).
+Exits 0 unless something failed.
 """
 
 import sys
@@ -35,4 +38,9 @@ try:
     sys.exit(1)
 except KeyboardInterrupt:
     print("interrupted", flush=True)
-    sys.exit(0)
+if mode == "wait":
+    sys.stdin.readline()
+    c.push({"w": np.ones_like(w)}, timeout=30).wait(timeout=30)
+    c.pull({"w": w}, timeout=30)
+    print("recovered", round(float(-w[0]) / 0.01), flush=True)
+c.close()

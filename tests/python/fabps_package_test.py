@@ -5,6 +5,7 @@ Run from ctest (python.fabps_package), or by hand:
 FABPS_BUILD_DIR (default: build/ of this checkout) locates fabps-pserver.
 """
 
+import gc
 import mmap
 import os
 import select
@@ -13,6 +14,7 @@ import subprocess
 import sys
 import threading
 import time
+import weakref
 
 import numpy as np
 import pytest
@@ -112,6 +114,30 @@ def test_async_handles(cluster):
             h.wait()
         np.testing.assert_array_equal(out, init["w"] - 5 * LR)
         np.testing.assert_array_equal(b, init["b"])
+
+
+def test_buffers_are_held_until_the_transfer_is_over(cluster):
+    ps = cluster(1)
+    init = params()
+    with client(ps) as c:
+        c.init_params(init)
+        c.push({"w": np.zeros_like(init["w"])}).wait()  # registered
+        ps.freeze(0)
+        g = np.ones_like(init["w"])
+        alive = weakref.ref(g)
+        h = c.push({"w": g})
+        del g, h  # dropped unwaited while the pserver cannot apply it
+        gc.collect()
+        assert alive() is not None, "freed while the push was in flight"
+        assert c._c.in_flight() == 1
+        ps.procs[0].send_signal(signal.SIGCONT)
+        out = np.zeros_like(init["w"])
+        end = time.monotonic() + 30
+        while alive() is not None:  # let go once its credit came back
+            assert time.monotonic() < end, "never let go"
+            c.pull({"w": out})
+        assert c._c.in_flight() == 0
+        np.testing.assert_array_equal(out, init["w"] - LR)
 
 
 def test_init_election_between_two_trainers(cluster):
@@ -274,6 +300,11 @@ def test_ctrl_c_interrupts_a_blocked_call(provider, tmp_path, mode):
         child.send_signal(signal.SIGINT)
         assert line(10) == "interrupted"
         assert time.monotonic() - sent < 3.0
+        if mode == "wait":  # the client goes on once the pserver does
+            ps.procs[0].send_signal(signal.SIGCONT)
+            child.stdin.write("go\n")
+            child.stdin.flush()
+            assert line() == "recovered 2"
         assert child.wait(20) == 0
     finally:
         child.kill()

@@ -81,8 +81,27 @@ class PServerProcs:
         p.terminate()
         return p.wait(timeout)
 
-    def freeze(self, i):
+    def freeze(self, i, timeout=10.0):
+        """SIGSTOP, and waits until every thread of pserver i has stopped
+        (on a loaded machine a runnable thread stops only when it next runs,
+        and could serve a request after kill() returned)."""
+        pid = self.procs[i].pid
         self.procs[i].send_signal(signal.SIGSTOP)
+        end = time.monotonic() + timeout
+        while True:
+            states = []
+            for tid in os.listdir(f"/proc/{pid}/task"):
+                try:
+                    with open(f"/proc/{pid}/task/{tid}/stat") as f:
+                        # The state follows the parenthesized command name.
+                        states.append(f.read().rsplit(")", 1)[1].split()[0])
+                except FileNotFoundError:
+                    pass  # a thread that ended
+            if states and all(s in "Tt" for s in states):
+                return
+            if time.monotonic() > end:
+                raise RuntimeError(f"pserver {i} did not stop: {states}")
+            time.sleep(0.005)
 
     def close(self):
         for i in range(len(self.procs)):

@@ -326,6 +326,59 @@ TEST_P(PServerClientTest, AsyncPullsAreWaitedOnLikePushes) {
       Status::Code::kNotFound);
 }
 
+// Whether every thread of process `pid` is stopped (SIGSTOP delivered: a
+// thread that was runnable stops only when it next runs).
+bool AllThreadsStopped(pid_t pid) {
+  std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  int threads = 0;
+  for (const auto& t : std::filesystem::directory_iterator(dir)) {
+    std::string stat = testing::ReadFileOrEmpty(t.path().string() + "/stat");
+    size_t paren = stat.rfind(')');
+    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
+    char state = stat[paren + 2];
+    if (state != 'T' && state != 't') return false;
+    threads++;
+  }
+  return threads > 0;
+}
+
+// Finished waits in slices and judges nothing: false while the pserver is
+// frozen, however often it is asked, then true once the push is applied;
+// Wait then reports it OK (a Wait that timed out would have failed the step
+// and marked the client for a reconnect).
+TEST_P(PServerClientTest, FinishedWaitsInSlicesWithoutBreakingTheClient) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> g(kBlock, 1.0f), block(kBlock);
+  ASSERT_TRUE((*c)->GetParams({{"block", block.data(), block.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  EXPECT_TRUE(PServerClient::Finished(nullptr, Deadline::InMs(0)));
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGSTOP).ok());
+  auto stop_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+  while (!AllThreadsStopped(cluster.proc(0).pid())) {
+    ASSERT_LT(std::chrono::steady_clock::now(), stop_by);
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  auto h =
+      (*c)->SendGrads({{"block", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  for (int i = 0; i < 5; i++)
+    EXPECT_FALSE(PServerClient::Finished(*h, Deadline::InMs(20)));
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGCONT).ok());
+  auto end = Deadline::InMs(kMs);
+  while (!PServerClient::Finished(*h, Deadline::InMs(20)))
+    ASSERT_FALSE(end.Expired()) << "the push never finished";
+  EXPECT_TRUE((*c)->Wait(*h, Deadline::InMs(kMs)).ok());
+  std::vector<float> after(kBlock);
+  ASSERT_TRUE((*c)->GetParams({{"block", after.data(), after.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  for (size_t i = 0; i < kBlock; i++) ASSERT_EQ(after[i], block[i] - 1.0f);
+}
+
 // One client shared by threads: calls are serialized inside, nothing is
 // lost.
 TEST_P(PServerClientTest, ClientSharedByThreadsIsExact) {
