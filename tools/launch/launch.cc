@@ -79,7 +79,14 @@ struct Flags {
   std::string job = "fashion-mnist";
   int task_timeout_ms = 10000;
   uint64_t seed = 1;
+  std::string trainer = "cpp";  // cpp, torch (examples/fashion_mnist_torch)
 };
+
+// The programs of --trainer, in the build tree; both take the same flags.
+constexpr const char* kCppTrainer =
+    "examples/fashion_mnist/fabps-fashion-mnist-trainer";
+constexpr const char* kTorchTrainer =
+    "examples/fashion_mnist_torch/fabps-fashion-mnist-torch";
 
 // Per-trainer state read from its metrics file.
 struct TrainerView {
@@ -326,12 +333,15 @@ Status Launcher::StartPservers() {
 
 Status Launcher::StartTrainers() {
   views_.assign(f_.trainers, TrainerView{});
+  // The torch trainer (a /usr/bin/python3 script) imports the build's fabps
+  // package; children inherit the variable.
+  if (f_.trainer == "torch") ::setenv("PYTHONPATH", Bin("python").c_str(), 1);
   for (int t = 0; t < f_.trainers; t++) {
     std::string name = "trainer-" + std::to_string(t);
     std::string metrics = f_.run_dir + "/" + name + ".metrics";
     FABPS_RETURN_IF_ERROR(
         group_.Start(name,
-                     {Bin("examples/fashion_mnist/fabps-fashion-mnist-trainer"),
+                     {Bin(f_.trainer == "torch" ? kTorchTrainer : kCppTrainer),
                       "--provider",
                       f_.provider,
                       "--trainer-id",
@@ -704,6 +714,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
+  app.add_option("--trainer", f.trainer,
+                 "trainer program: cpp (Eigen) or torch (PyTorch through the "
+                 "fabps Python package)")
+      ->check(CLI::IsMember({"cpp", "torch"}));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   if (f.run_dir.empty()) f.run_dir = "runs/" + fabps::launch::Now();
   f.run_dir = fs::absolute(f.run_dir).string();

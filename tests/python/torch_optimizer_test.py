@@ -1,0 +1,199 @@
+"""fabps.torch.DistributedOptimizer against real pservers.
+
+Each test starts two fabps-pserver processes (pserver_procs.py: free
+loopback ports, a temporary directory, ended by PID) and trains a small
+two-layer model through the optimizer: one step of the pservers' sgd must give what plain
+torch computes (w - lr * g), the gradient hooks must push layer by layer
+while backward still runs, the overlapped pull must land before a layer's
+forward, a second trainer must receive the first one's values, and a dead
+pserver must cost a step, not the trainer.
+
+  FABPS_BUILD_DIR=<build> PYTHONPATH=<build>/python \
+      /usr/bin/python3 -m pytest torch_optimizer_test.py
+"""
+
+import os
+
+import pytest
+import torch
+
+import fabps
+import fabps.torch
+from pserver_procs import PServerProcs
+
+os.environ.setdefault("FABPS_JOB_TOKEN", "torch-optimizer-test")
+torch.set_num_threads(1)
+
+
+@pytest.fixture
+def pservers(tmp_path):
+    procs = PServerProcs("tcp;ofi_rxm", 2, tmp_path)
+    try:
+        yield procs.start_all()
+    finally:
+        procs.close()
+
+
+class TwoLayers(torch.nn.Module):
+    """8 -> 6 -> 3 with ReLU; parameters l1.weight, l1.bias, l2.*"""
+
+    def __init__(self, seed):
+        super().__init__()
+        g = torch.Generator().manual_seed(seed)
+        self.l1 = torch.nn.Linear(8, 6)
+        self.l2 = torch.nn.Linear(6, 3)
+        with torch.no_grad():
+            for p in self.parameters():
+                p.copy_(torch.randn(p.shape, generator=g))
+
+    def forward(self, x):
+        return self.l2(torch.relu(self.l1(x)))
+
+
+def batch(seed):
+    g = torch.Generator().manual_seed(seed)
+    return torch.randn(16, 8, generator=g), torch.randint(0, 3, (16,),
+                                                          generator=g)
+
+
+def client(pservers, lr=0.1, **kw):
+    return fabps.PServerClient(
+        addresses=pservers.addresses, provider="tcp;ofi_rxm",
+        interface="127.0.0.1", rule=fabps.Rule(kind="sgd", lr=lr),
+        rpc_timeout_ms=5000, init_wait_ms=30000, block_elements=16, **kw)
+
+
+def loss_of(model, x, y):
+    return torch.nn.functional.cross_entropy(model(x), y)
+
+
+def test_one_sgd_step_is_w_minus_lr_g(pservers):
+    model = TwoLayers(seed=1)
+    reference = TwoLayers(seed=1)
+    x, y = batch(2)
+    loss_of(reference, x, y).backward()
+    expected = {n: (p - 0.1 * p.grad).detach()
+                for n, p in reference.named_parameters()}
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, timeout=20)
+    assert opt.init_params() is True
+    opt.zero_grad()
+    loss_of(model, x, y).backward()
+    assert opt.step() is True
+    opt.synchronize()  # the overlapped pull, as a forward would wait
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.detach(), expected[n], rtol=1e-6,
+                                   atol=1e-6, msg=n)
+    opt.close()
+    c.close()
+
+
+def test_hooks_push_each_layer_while_backward_runs(pservers):
+    model = TwoLayers(seed=3)
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, timeout=20)
+    opt.init_params()
+    pushes = []  # (names, was l1's gradient still empty then)
+    opt.on_push = lambda names: pushes.append(
+        (sorted(names), bool(model.l1.weight.grad.abs().sum() == 0)))
+    for step in range(3):
+        pushes.clear()
+        opt.zero_grad()
+        loss_of(model, *batch(10 + step)).backward()
+        # Both layers were pushed by the hooks, before step() was called,
+        # the output layer first, while l1's gradient did not exist yet.
+        assert pushes == [(["l2.bias", "l2.weight"], True),
+                          (["l1.bias", "l1.weight"], False)]
+        assert opt.step() is True
+    assert opt.lost_steps == 0
+    opt.close()
+    c.close()
+
+
+def test_overlapped_pull_lands_before_each_layer_runs(pservers):
+    model = TwoLayers(seed=4)
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, timeout=20)
+    opt.init_params()
+    opt.zero_grad()
+    loss_of(model, *batch(5)).backward()
+    opt.step()
+    seen = {}
+    model.l2.register_forward_pre_hook(
+        lambda m, _in: seen.update(l2=m.weight.detach().clone()))
+    x, _ = batch(6)
+    model(x)  # l1's and l2's forward wait for their own pulls
+    job = {n: torch.empty_like(p) for n, p in model.named_parameters()}
+    c.pull(job, timeout=20)
+    torch.testing.assert_close(seen["l2"], job["l2.weight"])
+    for n, p in model.named_parameters():
+        torch.testing.assert_close(p.detach(), job[n], msg=n)
+    opt.close()
+    c.close()
+
+
+def test_second_trainer_receives_the_initial_values(pservers):
+    first, second = TwoLayers(seed=7), TwoLayers(seed=8)
+    c1, c2 = client(pservers), client(pservers)
+    o1 = fabps.torch.DistributedOptimizer(c1, first.named_parameters())
+    o2 = fabps.torch.DistributedOptimizer(c2, second.named_parameters())
+    assert o1.init_params() is True
+    assert o2.init_params() is False
+    for (n, a), (_, b) in zip(first.named_parameters(),
+                              second.named_parameters()):
+        torch.testing.assert_close(a.detach(), b.detach(), msg=n)
+    # Without a model: one group per parameter, pulled in step().
+    o2.zero_grad()
+    loss_of(second, *batch(9)).backward()
+    assert o2.step() is True
+    for o, c in ((o1, c1), (o2, c2)):
+        o.close()
+        c.close()
+
+
+def test_a_dead_pserver_loses_steps_then_raises(pservers):
+    model = TwoLayers(seed=11)
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(
+        c, model.named_parameters(), model=model, timeout=1,
+        max_lost_steps=1, retry_delay=0)
+    opt.init_params()
+    pservers.kill(1)
+    x, y = batch(12)
+    lost = 0
+    with pytest.raises(fabps.Error):
+        for _ in range(5):
+            opt.zero_grad()
+            loss_of(model, x, y).backward()  # the hooks never raise
+            assert opt.step() is False
+            lost += 1
+    assert lost == 1 and opt.lost_steps == 2
+    c.close()
+
+
+def test_buckets_merge_layers_into_one_push(pservers):
+    model = TwoLayers(seed=13)
+    reference = TwoLayers(seed=13)
+    x, y = batch(14)
+    loss_of(reference, x, y).backward()
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(
+        c, model.named_parameters(), model=model, timeout=20,
+        bucket_bytes=1 << 20)
+    opt.init_params()
+    pushes = []
+    opt.on_push = lambda names: pushes.append(sorted(names))
+    opt.zero_grad()
+    loss_of(model, x, y).backward()
+    assert pushes == [["l1.bias", "l1.weight", "l2.bias", "l2.weight"]]
+    assert opt.step() is True
+    opt.synchronize()
+    for n, p in reference.named_parameters():
+        torch.testing.assert_close(
+            dict(model.named_parameters())[n].detach(),
+            (p - 0.1 * p.grad).detach(), rtol=1e-6, atol=1e-6, msg=n)
+    opt.close()
+    c.close()
