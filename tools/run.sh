@@ -62,9 +62,18 @@ check_launcher_args() {
 
 check_launcher_args "$@"
 tools/setup.sh
-# Only the main job's binaries (tools/test.sh builds everything).
-tools/build.sh --target fabps-launch --target fabps-master \
-  --target fabps-pserver --target fabps-fashion-mnist-trainer \
-  --target fabps-doctor --target fabps-convert-fashion-mnist
+# Only the main job's binaries (tools/test.sh builds everything); the Python
+# package and the torch trainer only for --trainer torch.
+targets=(--target fabps-launch --target fabps-master --target fabps-pserver
+  --target fabps-fashion-mnist-trainer --target fabps-doctor
+  --target fabps-convert-fashion-mnist)
+prev=""
+for arg in "$@"; do
+  if [ "$arg" = "--trainer=torch" ] || { [ "$prev" = "--trainer" ] && [ "$arg" = torch ]; }; then
+    targets+=(--target fabps_python --target fabps_fashion_mnist_torch)
+  fi
+  prev=$arg
+done
+tools/build.sh "${targets[@]}"
 "$build/tools/fabps-doctor" || true
 exec "$build/tools/launch/fabps-launch" "$@"

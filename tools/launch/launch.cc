@@ -660,6 +660,8 @@ int main(int argc, char** argv) {
       "  fabps-launch --kill-random 1 --kill-target master --start-etcd\n"
       "                                          the standby master takes "
       "over, on etcd\n"
+      "  fabps-launch --trainer torch            the PyTorch trainer "
+      "(examples/fashion_mnist_torch)\n"
       "  fabps-launch --tls                      control plane over mutual "
       "TLS\n"
       "  fabps-launch --run-dir /tmp/job         logs, metrics, checkpoints "
