@@ -114,16 +114,38 @@ struct PServerClient::Impl {
     return Status::OK();
   }
 
+  // With a store: looks the pservers up again and, where one now serves
+  // at another address (restarted elsewhere), opens fresh connections.
+  Status Rediscover(Deadline deadline) {
+    if (!discovery->dynamic()) return Status::OK();
+    FABPS_ASSIGN_OR_RETURN(std::vector<std::string> addrs,
+                           discovery->Resolve(deadline));
+    if (addrs.size() != conns.size()) {
+      return Status::FailedPrecondition(
+          "the job now has " + std::to_string(addrs.size()) +
+          " pservers, this client knows " + std::to_string(conns.size()));
+    }
+    if (addrs == options.addresses) return Status::OK();
+    FABPS_LOG(INFO) << "trainer " << options.trainer_id
+                    << ": the store names new pserver addresses";
+    return OpenConnections(addrs);
+  }
+
   // Waits until the parameters exist, learns the layout and registers with
-  // every pserver.
+  // every pserver. While pserver 0 cannot be reached, the store is asked
+  // again for its address (it may have been restarted elsewhere while this
+  // trainer waited for the initialization).
   Status EnsureReady(Deadline deadline) {
     if (ready) return Status::OK();
     ps::InitConfig config;
     Status st = RetryWhileNotReady(
         [&] {
-          return conns[0]->Call("GetInitConfig", [&](ps::PServerClient& c) {
+          Status s = conns[0]->Call("GetInitConfig", [&](ps::PServerClient& c) {
             c.GetInitConfig(config);
           });
+          if (s.code() != Status::Code::kUnavailable) return s;
+          Status found = Rediscover(deadline);
+          return found.ok() ? s : found;
         },
         deadline, 50);
     if (!st.ok()) {
@@ -156,17 +178,7 @@ struct PServerClient::Impl {
     ready = false;
     slots->FailAll(Status::Unavailable("pserver connection was reset"));
     for (auto& c : conns) c->Close();
-    if (discovery->dynamic()) {
-      // A restarted pserver may serve elsewhere now.
-      FABPS_ASSIGN_OR_RETURN(std::vector<std::string> addrs,
-                             discovery->Resolve(deadline));
-      if (addrs.size() != conns.size()) {
-        return Status::FailedPrecondition(
-            "the job now has " + std::to_string(addrs.size()) +
-            " pservers, this client knows " + std::to_string(conns.size()));
-      }
-      FABPS_RETURN_IF_ERROR(OpenConnections(addrs));
-    }
+    FABPS_RETURN_IF_ERROR(Rediscover(deadline));
     FABPS_RETURN_IF_ERROR(OpenEndpoint());
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
                     << ": reconnecting to the pservers";

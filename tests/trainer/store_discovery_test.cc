@@ -219,6 +219,45 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
   other.Stop(10000);
 }
 
+// A trainer that connected before the initialization finds a pserver that
+// was replaced (at another port) while it waited: its wait for the
+// parameters asks the store again instead of retrying the dead address.
+TEST_F(StoreDiscoveryTest, WaitForInitFollowsAPserverReplacedElsewhere) {
+  auto st = OpenStore("moved");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::vector<Subprocess> ps;
+  ps.push_back(StartPserver("moved", 2));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(0)));
+  ps.push_back(StartPserver("moved", 2));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(1)));
+  auto old_addr = (*st)->Get(coord::keys::PsAddr(0), Deadline::InMs(5000));
+  ASSERT_TRUE(old_addr.ok());
+
+  auto waiter = PServerClient::Connect(Options("moved"));
+  ASSERT_TRUE(waiter.ok()) << waiter.status().ToString();
+
+  ps[0].Kill();
+  ps.push_back(StartPserver("moved", 2));
+  Deadline d = Deadline::InMs(30000);
+  for (;;) {
+    auto a = (*st)->Get(coord::keys::PsAddr(0), Deadline::InMs(2000));
+    if (a.ok() && a->value != old_addr->value) break;
+    ASSERT_FALSE(d.Expired()) << "no replacement published ps/0/addr";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto init = ConnectAndInit(Options("moved"), 7.0f);
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+
+  auto w = Pull(waiter->get());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (float v : *w) ASSERT_EQ(v, 7.0f);
+  ASSERT_TRUE(Push(waiter->get(), 2.0f).ok());
+  w = Pull(init->get());
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  for (float v : *w) ASSERT_EQ(v, 5.0f);
+  for (auto& p : ps) p.Stop(10000);
+}
+
 // etcd down for a few seconds (less than the lease TTL): the data path does
 // not need it, leases are renewed when it is back, nobody stops serving.
 TEST_F(StoreDiscoveryTest, EtcdDownForSecondsIsRiddenOut) {
