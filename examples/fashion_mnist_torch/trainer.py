@@ -50,7 +50,6 @@ import fabps.torch  # noqa: E402
 import data  # noqa: E402
 import metrics  # noqa: E402
 import model as mlp  # noqa: E402
-import recordio_files  # noqa: E402
 
 PROGRAM = "fabps-fashion-mnist-torch"
 RULES = ("sgd", "momentum", "nesterov", "adam", "adagrad")
@@ -181,7 +180,7 @@ def load_test_set(cfg, log):
                                  f"--dataset {g}")
     records = []
     for f in files:
-        records += recordio_files.read_records(f)
+        records += fabps.read_records(f)
     x, labels, bad = data.records_to_tensors(records)
     if labels.numel() == 0:
         raise ValueError(f"--test-data: no valid record in {cfg.test_data}")
@@ -329,8 +328,7 @@ def main(argv):
     torch.set_num_threads(cfg.threads)
     try:
         Trainer(cfg).run()
-    except (fabps.Error, ValueError, OSError,
-            recordio_files.RecordioError) as e:
+    except (fabps.Error, ValueError, OSError) as e:
         print(f"{PROGRAM}: {type(e).__name__}: {e}", file=sys.stderr)
         return 1
     return 0

@@ -16,11 +16,13 @@ from .errors import *  # noqa: F401,F403 - the exception classes
 from .errors import __all__ as _error_names
 from ._signals import import_core as _import_core
 
-Rule = _import_core(__name__).Rule  # first: client.py and reader.py use it
+_core = _import_core(__name__)
+Rule = _core.Rule  # first: client.py and reader.py use it
+read_records = _core.read_records
 from .client import DEFAULT_SAVE_TIMEOUT, DEFAULT_TIMEOUT, Handle, PServerClient
 from .reader import MasterReader
 
 __version__ = "0.1.0"
 
-__all__ = ["PServerClient", "Handle", "MasterReader", "Rule",
+__all__ = ["PServerClient", "Handle", "MasterReader", "Rule", "read_records",
            "DEFAULT_TIMEOUT", "DEFAULT_SAVE_TIMEOUT"] + list(_error_names)

@@ -6,6 +6,7 @@
 
 #include "python/src/master_reader.h"
 #include "python/src/pserver_client.h"
+#include "python/src/recordio_file.h"
 #include "python/src/rule.h"
 
 PYBIND11_MODULE(_core, m) {
@@ -13,4 +14,5 @@ PYBIND11_MODULE(_core, m) {
   fabps::python::DefineRule(m);
   fabps::python::DefinePServerClient(m);
   fabps::python::DefineMasterReader(m);
+  fabps::python::DefineRecordioFile(m);
 }

@@ -72,3 +72,19 @@ def test_unknown_dataset_and_no_master_are_errors(master, tmp_path):
     gone.start_pass(0)  # does not wait: the prefetch thread asks
     with pytest.raises(fabps.Unavailable):
         next(iter(gone))
+
+
+def test_read_records_reads_files_and_refuses_damage(master, tmp_path):
+    _, files, lines = master
+    got = []
+    for f in files:
+        got += fabps.read_records(f)
+    assert sorted(r.decode() for r in got) == sorted(lines)
+    damaged = tmp_path / "damaged"
+    data = bytearray(open(files[0], "rb").read())
+    data[len(data) // 2] ^= 0xFF
+    damaged.write_bytes(bytes(data))
+    with pytest.raises(fabps.Corruption, match="damaged"):
+        fabps.read_records(str(damaged))
+    with pytest.raises(fabps.NotFound):
+        fabps.read_records(str(tmp_path / "missing"))
