@@ -211,18 +211,32 @@ struct PServerClient::Impl {
       return Status::Corruption("block larger than the pserver's slots");
     FABPS_ASSIGN_OR_RETURN(uint32_t slot,
                            slots->Acquire(b.pserver, b.block, push, deadline));
-    push->AddCreditPart();
-    uint64_t imm =
-        pserver::wire::EncodePush({p.reg.trainer_index, slot, b.block});
-    auto w = endpoint->Write(p.id, *b.region, b.offset, b.bytes, p.reg.landing,
-                             slot * p.reg.slot_bytes, imm, deadline);
+    return WriteIntoSlot(b.pserver, slot, *b.region, b.offset, b.bytes,
+                         size_t{slot} * p.reg.slot_bytes,
+                         {p.reg.trainer_index, slot, b.block}, push, deadline);
+  }
+
+  // Writes `len` bytes of `region` at `offset` into landing slot `slot` of
+  // pserver `ps` at `remote_offset`, with the push word `imm`: one credit
+  // part and one operation of `h`. When the write cannot start nothing
+  // landed, so the slot is released and the part fails.
+  Status WriteIntoSlot(uint32_t ps, uint32_t slot,
+                       const transport::MemoryRegion& region, size_t offset,
+                       size_t len, size_t remote_offset,
+                       const pserver::wire::PushImm& imm,
+                       const std::shared_ptr<TransferHandle>& h,
+                       Deadline deadline) {
+    const Peer& p = peers[ps];
+    h->AddCreditPart();
+    auto w =
+        endpoint->Write(p.id, region, offset, len, p.reg.landing, remote_offset,
+                        pserver::wire::EncodePush(imm), deadline);
     if (!w.ok()) {
-      // Nothing landed; the slot is ours again.
-      slots->Release(b.pserver, slot);
-      push->PartDone(w.status());
+      slots->Release(ps, slot);
+      h->PartDone(w.status());
       return w.status();
     }
-    push->AddOperation(*w);
+    h->AddOperation(*w);
     return Status::OK();
   }
 
@@ -372,16 +386,9 @@ struct PServerClient::Impl {
       }
       len = need;
     }
-    h->AddCreditPart();
-    pserver::wire::PushImm imm{p.reg.trainer_index, slot, g.block, kind};
-    auto w = endpoint->Write(p.id, *st->mr, off, len, p.reg.landing, off,
-                             pserver::wire::EncodePush(imm), deadline);
-    if (!w.ok()) {
-      slots->Release(g.pserver, slot);
-      h->PartDone(w.status());
-      return w.status();
-    }
-    h->AddOperation(*w);
+    FABPS_RETURN_IF_ERROR(
+        WriteIntoSlot(g.pserver, slot, *st->mr, off, len, off,
+                      {p.reg.trainer_index, slot, g.block, kind}, h, deadline));
     *slot_out = slot;
     return Status::OK();
   }
