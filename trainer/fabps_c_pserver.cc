@@ -507,6 +507,22 @@ int fabps_finish_init_params(fabps_pserver_client* c) {
 
 namespace {
 
+// Starts a transfer with `start` (returning a TransferHandle result) and
+// hands it out in *out; the client tracks it until fabps_wait or its
+// release. A failed start is the client's error, with `what` as context.
+template <class Start>
+int HandOutTransfer(fabps_pserver_client* c, const char* what,
+                    fabps_transfer** out, Start&& start) {
+  auto t = std::make_unique<fabps_transfer>();
+  c->transfers.reserve(c->transfers.size() + 1);  // no throw after start
+  auto h = start();
+  if (!h.ok()) return c->Fail(h.status().WithContext(what));
+  t->handle = std::move(h).value();
+  c->transfers.insert(t.get());
+  *out = t.release();
+  return c->Ok();
+}
+
 // fabps_send_grads and fabps_get_params_async: checks, starts the transfer
 // with `start` (SendGrads or GetParamsAsync) and hands out its handle.
 template <class Start>
@@ -528,14 +544,7 @@ int StartTransfer(fabps_pserver_client* c, const char* what,
     std::vector<fabps::trainer::ParamBuffer> v;
     int rc = c->CheckBuffers(what, names, bufs, bytes, n, deadline, &v);
     if (rc != FABPS_OK) return rc;
-    auto t = std::make_unique<fabps_transfer>();
-    c->transfers.reserve(c->transfers.size() + 1);  // no throw after start
-    auto h = start(v, deadline);
-    if (!h.ok()) return c->Fail(h.status().WithContext(what));
-    t->handle = std::move(h).value();
-    c->transfers.insert(t.get());
-    *out = t.release();
-    return c->Ok();
+    return HandOutTransfer(c, what, out, [&] { return start(v, deadline); });
   });
 }
 
@@ -590,14 +599,8 @@ int StartRows(fabps_pserver_client* c, const char* what, const char* name,
           FABPS_ERR_ARGUMENT,
           std::string(what) + ": timeout_ms must be in [0, 86400000]");
     }
-    auto t = std::make_unique<fabps_transfer>();
-    c->transfers.reserve(c->transfers.size() + 1);  // no throw after start
-    auto h = start(Deadline::InMs(timeout_ms));
-    if (!h.ok()) return c->Fail(h.status().WithContext(what));
-    t->handle = std::move(h).value();
-    c->transfers.insert(t.get());
-    *out = t.release();
-    return c->Ok();
+    return HandOutTransfer(c, what, out,
+                           [&] { return start(Deadline::InMs(timeout_ms)); });
   });
 }
 
