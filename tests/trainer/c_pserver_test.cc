@@ -8,6 +8,7 @@
 #include <string>
 
 #include "tests/trainer/pserver_cluster.h"
+#include "tests/transport/provider_params.h"
 #include "transport/fabric.h"
 
 namespace fabps {
@@ -15,16 +16,7 @@ namespace {
 
 using testing::PServerCluster;
 
-class CPServerTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    transport::FabricOptions o;
-    o.provider = GetParam();
-    if (!transport::OpenFabric(o).ok()) {
-      GTEST_SKIP() << GetParam() << " not available here";
-    }
-  }
-};
+class CPServerTest : public transport::testing::ProviderTest {};
 
 TEST_P(CPServerTest, ProgramPushesAndPullsExactly) {
   PServerCluster cluster(GetParam(), 2);

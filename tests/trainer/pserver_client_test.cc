@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "tests/trainer/pserver_cluster.h"
+#include "tests/transport/provider_params.h"
 #include "transport/fabric.h"
 
 namespace fabps::trainer {
@@ -85,15 +86,7 @@ Result<std::unique_ptr<PServerClient>> ConnectAndInit(
   return c;
 }
 
-class PServerClientTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    transport::FabricOptions o;
-    o.provider = GetParam();
-    if (!transport::OpenFabric(o).ok())
-      GTEST_SKIP() << GetParam() << " not available here";
-  }
-};
+class PServerClientTest : public transport::testing::ProviderTest {};
 
 TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
   PServerCluster cluster(GetParam(), 2);

@@ -14,6 +14,7 @@
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
 #include "tests/trainer/pserver_cluster.h"
+#include "tests/transport/provider_params.h"
 #include "trainer/pserver_client.h"
 #include "transport/fabric.h"
 
@@ -180,15 +181,7 @@ class Reference {
   std::unique_ptr<pserver::Shard> shard_;
 };
 
-class RowsTest : public ::testing::TestWithParam<std::string> {
- protected:
-  void SetUp() override {
-    transport::FabricOptions o;
-    o.provider = GetParam();
-    if (!transport::OpenFabric(o).ok())
-      GTEST_SKIP() << GetParam() << " not available here";
-  }
-};
+class RowsTest : public transport::testing::ProviderTest {};
 
 TEST_P(RowsTest, SgdRowsOnTwoPserversAreExact) {
   PServerCluster cluster(GetParam(), 2);

@@ -42,6 +42,16 @@ inline std::unique_ptr<Fabric> OpenOrSkipReason(const std::string& provider,
   return std::move(f.value());
 }
 
+// A test run over each provider of its parameter; skips, with the reason,
+// where that provider does not work here.
+class ProviderTest : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    std::string skip;
+    if (!OpenOrSkipReason(GetParam(), &skip)) GTEST_SKIP() << skip;
+  }
+};
+
 #define FABPS_OPEN_OR_SKIP(var, provider, ...)              \
   std::string var##_skip;                                   \
   auto var = ::fabps::transport::testing::OpenOrSkipReason( \
