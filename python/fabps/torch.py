@@ -312,12 +312,21 @@ class DistributedOptimizer:
         transient one; others raise)."""
         error, self._push_error = self._push_error, None
         pushes, self._pushes = self._pushes, []
+        left = self._time_left()
         for _names, handle in pushes:
             try:
-                handle.wait(timeout=self._timeout)
+                handle.wait(timeout=left())
             except self._transient as e:
                 error = error or e
         return error
+
+    def _time_left(self):
+        """One deadline for a group of waits, `timeout` from now: the
+        handles of a step that waits on a dead pserver time out together
+        (waited one by one with a timeout each, a step of k layers would
+        take k timeouts)."""
+        deadline = time.monotonic() + self._timeout
+        return lambda: max(0.0, deadline - time.monotonic())
 
     def _start_pull(self):
         """Pulls every parameter (without overlap) or starts the pulls;
@@ -341,12 +350,13 @@ class DistributedOptimizer:
         return None
 
     def _wait_layers(self, layers):
+        left = self._time_left()
         for layer in layers:
             handle, layer.pull = layer.pull, None
             if handle is None:
                 continue
             try:
-                handle.wait(timeout=self._timeout)
+                handle.wait(timeout=left())
             except self._transient as e:
                 # The forward goes on with the values it has; the next
                 # step() counts the step as lost.

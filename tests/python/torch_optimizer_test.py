@@ -13,6 +13,7 @@ pserver must cost a step, not the trainer.
 """
 
 import os
+import time
 
 import pytest
 import torch
@@ -171,6 +172,32 @@ def test_a_dead_pserver_loses_steps_then_raises(pservers):
             assert opt.step() is False
             lost += 1
     assert lost == 1 and opt.lost_steps == 2
+    c.close()
+
+
+def test_a_step_waits_one_timeout_for_all_its_layers(pservers):
+    """Every layer's push lands in a frozen pserver and none is credited:
+    the waits for a step's pushes share one deadline, so they give up after
+    about one timeout (waited layer by layer, they took one timeout per
+    layer: up to four here)."""
+    timeout = 2.0
+    torch.manual_seed(17)
+    model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(4)])
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(
+        c, model.named_parameters(), model=model, timeout=timeout,
+        max_lost_steps=5, retry_delay=0)
+    opt.init_params()
+    opt.pull()  # registered with both pservers
+    assert len(opt._layers) == 4  # each has blocks on both pservers
+    pservers.freeze(1)
+    opt.zero_grad()
+    model(torch.randn(16, 8)).sum().backward()  # pushes every layer
+    start = time.monotonic()
+    error = opt._wait_pushes()
+    elapsed = time.monotonic() - start
+    assert isinstance(error, fabps.TimedOut)
+    assert timeout * 0.9 < elapsed < 2.5 * timeout
     c.close()
 
 
