@@ -325,6 +325,8 @@ class DistributedOptimizer:
         handles of a step that waits on a dead pserver time out together
         (waited one by one with a timeout each, a step of k layers would
         take k timeouts)."""
+        if self._timeout is None:
+            return lambda: None  # the client's own deadlines
         deadline = time.monotonic() + self._timeout
         return lambda: max(0.0, deadline - time.monotonic())
 
