@@ -8,7 +8,9 @@
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <cstdlib>
+#include <deque>
 #include <fstream>
 #include <regex>
 #include <sstream>
@@ -39,6 +41,33 @@ std::vector<int> ProcessesMentioning(const std::string& needle) {
   return out;
 }
 
+// The last lines of every process's log in `run_dir`: what a failed job's
+// test prints, since the run directory is gone after the test.
+std::string LogTails(const std::string& run_dir, size_t lines = 40) {
+  std::string out;
+  DIR* d = opendir(run_dir.c_str());
+  if (d == nullptr) return out;
+  std::vector<std::string> logs;
+  while (dirent* e = readdir(d)) {
+    std::string name = e->d_name;
+    if (name.size() > 4 && name.compare(name.size() - 4, 4, ".log") == 0)
+      logs.push_back(name);
+  }
+  closedir(d);
+  std::sort(logs.begin(), logs.end());
+  for (const auto& name : logs) {
+    std::istringstream in(testing::ReadFileOrEmpty(run_dir + "/" + name));
+    std::deque<std::string> tail;
+    for (std::string line; std::getline(in, line);) {
+      tail.push_back(line);
+      if (tail.size() > lines) tail.pop_front();
+    }
+    out += "\n==== last lines of " + name + " ====\n";
+    for (const auto& line : tail) out += line + "\n";
+  }
+  return out;
+}
+
 // Runs the launcher; returns its output, with its exit code in *code.
 std::string RunLauncher(const TempDir& dir,
                         const std::vector<std::string>& extra, int* code,
@@ -65,7 +94,9 @@ std::string RunLauncher(const TempDir& dir,
   auto st = p->Wait(240000);
   EXPECT_TRUE(st.ok()) << "launcher still running after 240 s";
   *code = st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
-  return testing::ReadFileOrEmpty(dir.File("launch.out"));
+  std::string out = testing::ReadFileOrEmpty(dir.File("launch.out"));
+  if (*code != 0) out += LogTails(dir.File("run"));
+  return out;
 }
 
 // The test accuracy of pass `pass` (1, 2, ...) in the final table.
@@ -188,6 +219,8 @@ TEST(Launch, TorchTrainersReach85PercentInThreePasses) {
 TEST(Launch, TorchTrainersSurviveAPserverKilledAndRestarted) {
   std::string why;
   if (!TorchTrainerAvailable(&why)) GTEST_SKIP() << why;
+  // The provider's warnings in the logs LogTails prints when the job fails.
+  setenv("FI_LOG_LEVEL", "warn", 1);
   TempDir dir;
   int code = -1;
   std::string out =
