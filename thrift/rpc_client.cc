@@ -131,6 +131,7 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
     socket->setRecvTimeout(options.recv_timeout_ms);
     socket->setNoDelay(true);
     FramedChannel ch;
+    ch.socket = socket;
     ch.transport = std::make_shared<TFramedTransport>(socket, config);
     // A reply's length fields cannot ask for more than a frame (strings)
     // or 2^20 elements (containers), as on the server side.
@@ -155,6 +156,21 @@ Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options) {
   }
 }
 
+void SetChannelTimeouts(FramedChannel* channel, int send_ms, int recv_ms) {
+  if (channel->socket == nullptr) return;
+  channel->socket->setSendTimeout(send_ms);
+  channel->socket->setRecvTimeout(recv_ms);
+}
+
+RpcClientOptions BoundedTimeouts(RpcClientOptions options, int64_t left_ms) {
+  const int left = static_cast<int>(
+      std::max<int64_t>(1, std::min<int64_t>(left_ms, INT32_MAX)));
+  options.connect_timeout_ms = std::min(options.connect_timeout_ms, left);
+  options.send_timeout_ms = std::min(options.send_timeout_ms, left);
+  options.recv_timeout_ms = std::min(options.recv_timeout_ms, left);
+  return options;
+}
+
 void CloseChannel(FramedChannel* channel) {
   if (channel->transport) {
     try {
@@ -164,6 +180,7 @@ void CloseChannel(FramedChannel* channel) {
   }
   channel->transport.reset();
   channel->protocol.reset();
+  channel->socket.reset();
 }
 
 bool IsRetryable(const Status& s) {

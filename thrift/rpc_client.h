@@ -38,7 +38,8 @@ class TProtocol;
 }
 namespace transport {
 class TTransport;
-}
+class TSocket;
+}  // namespace transport
 }  // namespace apache::thrift
 
 namespace fabps::rpc {
@@ -79,9 +80,14 @@ bool ThriftErrorBreaksConnection(const std::exception& e);
 struct FramedChannel {
   std::shared_ptr<apache::thrift::transport::TTransport> transport;
   std::shared_ptr<apache::thrift::protocol::TProtocol> protocol;
+  std::shared_ptr<apache::thrift::transport::TSocket> socket;  // under both
 };
 Result<FramedChannel> OpenFramedChannel(const RpcClientOptions& options);
 void CloseChannel(FramedChannel* channel);
+// Sets the socket's send and receive timeouts of an open channel.
+void SetChannelTimeouts(FramedChannel* channel, int send_ms, int recv_ms);
+// `options` with every timeout cut to `left_ms` (at least 1 ms).
+RpcClientOptions BoundedTimeouts(RpcClientOptions options, int64_t left_ms);
 
 // A lazily (re)connected client of generated type ClientT (e.g.
 // fabps::rpc::master::MasterClient).
@@ -97,8 +103,38 @@ class RpcConnection {
   // Runs fn(client) on an open connection, opening one first if needed.
   template <class Fn>
   Status Call(const std::string& what, Fn&& fn) {
+    return Run(what, options_, std::forward<Fn>(fn));
+  }
+  // The same, with the connect and socket timeouts of this call cut to what
+  // is left of `deadline` (TimedOut at once when nothing is left).
+  template <class Fn>
+  Status Call(const std::string& what, Deadline deadline, Fn&& fn) {
+    int64_t left = deadline.RemainingMs();
+    if (left <= 0) return Status::TimedOut(what + ": deadline passed");
+    RpcClientOptions bounded = BoundedTimeouts(options_, left);
+    if (client_ != nullptr) {
+      SetChannelTimeouts(&channel_, bounded.send_timeout_ms,
+                         bounded.recv_timeout_ms);
+    }
+    Status s = Run(what, bounded, std::forward<Fn>(fn));
+    if (client_ != nullptr) {
+      SetChannelTimeouts(&channel_, options_.send_timeout_ms,
+                         options_.recv_timeout_ms);
+    }
+    return s;
+  }
+  void Close() {
+    client_.reset();
+    CloseChannel(&channel_);
+  }
+  const RpcClientOptions& options() const { return options_; }
+
+ private:
+  template <class Fn>
+  Status Run(const std::string& what, const RpcClientOptions& open_with,
+             Fn&& fn) {
     if (client_ == nullptr) {
-      auto ch = OpenFramedChannel(options_);
+      auto ch = OpenFramedChannel(open_with);
       if (!ch.ok()) return ch.status().WithContext(what);
       channel_ = std::move(ch).value();
       client_ = std::make_unique<ClientT>(channel_.protocol);
@@ -112,13 +148,7 @@ class RpcConnection {
                                         std::to_string(options_.port));
     }
   }
-  void Close() {
-    client_.reset();
-    CloseChannel(&channel_);
-  }
-  const RpcClientOptions& options() const { return options_; }
 
- private:
   RpcClientOptions options_;
   FramedChannel channel_;
   std::unique_ptr<ClientT> client_;

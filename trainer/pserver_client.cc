@@ -140,9 +140,9 @@ struct PServerClient::Impl {
     ps::InitConfig config;
     Status st = RetryWhileNotReady(
         [&] {
-          Status s = conns[0]->Call("GetInitConfig", [&](ps::PServerClient& c) {
-            c.GetInitConfig(config);
-          });
+          Status s = conns[0]->Call(
+              "GetInitConfig", deadline,
+              [&](ps::PServerClient& c) { c.GetInitConfig(config); });
           if (s.code() != Status::Code::kUnavailable) return s;
           Status found = Rediscover(deadline);
           return found.ok() ? s : found;

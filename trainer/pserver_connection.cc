@@ -54,7 +54,7 @@ Result<PServerRegistration> PServerConnection::Register(
   ps::Registration reg;
   FABPS_RETURN_IF_ERROR(RetryWhileNotReady(
       [&] {
-        return Call("RegisterTrainer", [&](ps::PServerClient& c) {
+        return Call("RegisterTrainer", deadline, [&](ps::PServerClient& c) {
           c.RegisterTrainer(reg, hello);
         });
       },

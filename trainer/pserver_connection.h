@@ -45,9 +45,14 @@ class PServerConnection {
 
   uint32_t index() const { return index_; }
 
-  // Runs `fn` on the Thrift client; PsError becomes a Status.
+  // Runs `fn` on the Thrift client; PsError becomes a Status. With a
+  // deadline, the call's socket timeouts are cut to what is left of it.
   template <class Fn>
-  Status Call(const std::string& what, Fn&& fn);
+  Status Call(const std::string& what, Fn&& fn) {
+    return Call(what, Deadline::Infinite(), std::forward<Fn>(fn));
+  }
+  template <class Fn>
+  Status Call(const std::string& what, Deadline deadline, Fn&& fn);
 
   // Registers until `deadline` (retrying while the pserver is not ready).
   Result<PServerRegistration> Register(const rpc::pserver::TrainerHello& hello,
@@ -75,16 +80,18 @@ template <class Fn>
 Status RetryWhileNotReady(Fn&& call, Deadline deadline, int pause_ms);
 
 template <class Fn>
-Status PServerConnection::Call(const std::string& what, Fn&& fn) {
+Status PServerConnection::Call(const std::string& what, Deadline deadline,
+                               Fn&& fn) {
   Status inner;
-  Status outer = conn_->Call(what, [&](rpc::pserver::PServerClient& c) {
-    try {
-      fn(c);
-    } catch (const rpc::pserver::PsError& e) {
-      inner = FromPsError(e).WithContext(what + " on pserver " +
-                                         std::to_string(index_));
-    }
-  });
+  Status outer =
+      conn_->Call(what, deadline, [&](rpc::pserver::PServerClient& c) {
+        try {
+          fn(c);
+        } catch (const rpc::pserver::PsError& e) {
+          inner = FromPsError(e).WithContext(what + " on pserver " +
+                                             std::to_string(index_));
+        }
+      });
   return outer.ok() ? inner : outer;
 }
 
