@@ -11,7 +11,9 @@
 // Every journal write is fenced by the lock. A leader that loses its lease
 // (store unreachable for a TTL) exits with status 3 at once rather than risk
 // two masters. Shutdown on SIGTERM or SIGINT releases the lock, so a standby
-// takes over without waiting for the TTL.
+// takes over without waiting for the TTL. --metrics-port /
+// --metrics-port-file serve Prometheus metrics on --host once leading
+// (metrics/metrics_flags.h, master/master_metrics.h).
 #include <signal.h>
 #include <unistd.h>
 
@@ -28,9 +30,11 @@
 #include "coord/protocol/master_election.h"
 #include "coord/store.h"
 #include "master/clock.h"
+#include "master/master_metrics.h"
 #include "master/master_service.h"
 #include "master/store_journal.h"
 #include "master/task_dispatcher.h"
+#include "metrics/metrics_flags.h"
 #include "thrift/job_token.h"
 #include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
@@ -51,6 +55,7 @@ struct Flags {
   int64_t lease_ttl_s = 5;
   std::string token_file;
   rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
+  metrics::MetricsFlags metrics;
 };
 
 std::string Identity(const std::string& host) {
@@ -116,6 +121,14 @@ int Run(const Flags& flags) {
   if (!server.ok()) {
     FABPS_LOG(ERROR) << "starting the RPC server: "
                      << server.status().ToString();
+    return 1;
+  }
+  metrics::Registry registry;
+  RegisterMasterMetrics(&registry, dispatcher->get());
+  auto metrics_server =
+      metrics::StartMetricsServer(flags.metrics, flags.host, &registry);
+  if (!metrics_server.ok()) {
+    FABPS_LOG(ERROR) << metrics_server.status().ToString();
     return 1;
   }
   std::string addr = flags.host + ":" + std::to_string((*server)->port());
@@ -210,6 +223,7 @@ int main(int argc, char** argv) {
                  "how often pending deadlines are checked, ms")
       ->check(CLI::Range(int64_t{1}, int64_t{60'000}));
   fabps::rpc::AddRpcServerFlags(app, &f.rpc);
+  fabps::metrics::AddMetricsFlags(app, &f.metrics);
   app.add_option("--token-file", f.token_file,
                  "the job token (default: $FABPS_JOB_TOKEN_FILE, "
                  "$FABPS_JOB_TOKEN); clients without it are refused");

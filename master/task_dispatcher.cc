@@ -212,6 +212,7 @@ Status TaskDispatcher::FailLocked(uint64_t id, bool timed_out) {
   c.to_failed =
       static_cast<int64_t>(rt.failures) + 1 > options_.task_failure_max;
   StageLocked(c);
+  if (timed_out) timeouts_++;
   FABPS_LOG(INFO) << "task " << id << " epoch " << c.epoch
                   << (timed_out ? " timed out" : " failed") << "; "
                   << (c.to_failed ? "moved to failed" : "back to todo");
@@ -380,6 +381,7 @@ DispatcherStatus TaskDispatcher::GetStatus() {
   for (const auto& [id, seen] : trainers_) st.trainers.push_back(id);
   st.avg_task_ms = queues_.avg_duration_ms();
   st.task_timeout_ms = TimeoutLocked();
+  st.timeouts = timeouts_;
   return st;
 }
 

@@ -96,6 +96,7 @@ struct DispatcherStatus {
   std::vector<std::string> trainers;  // ids seen, sorted
   double avg_task_ms = 0;
   int64_t task_timeout_ms = 0;  // what the next dispatch would use
+  uint64_t timeouts = 0;        // tasks that timed out since this start
 };
 
 class TaskDispatcher {
@@ -146,6 +147,7 @@ class TaskDispatcher {
   std::map<std::string, int64_t> trainers_;  // id -> last seen, guarded by mu_
   std::string save_holder_;                  // guarded by mu_
   int64_t save_until_ms_ = 0;                // guarded by mu_
+  uint64_t timeouts_ = 0;                    // guarded by mu_
   // Group commit, guarded by mu_: records staged but not yet written, the
   // counts of changes staged and made durable (they only grow), whether a
   // batch write is in progress, and the error of a failed batch (the state

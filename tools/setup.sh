@@ -12,6 +12,7 @@ PACKAGES=(
   etcd-server etcd-client iperf3 dataset-fashion-mnist
   iproute2 procps python3 python3-thrift openssl
   pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-torch
+  libcpp-httplib-dev prometheus  # metrics server; the real Prometheus its test scrapes with
   libopenblas0-pthread  # torch's BLAS: the reference libblas3 is 5-10x slower
 )
 

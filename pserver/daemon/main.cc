@@ -20,6 +20,9 @@
 // loses its lease (store unreachable for the TTL) exits with status 3 at
 // once, without checkpointing, rather than risk two owners of one index;
 // SIGTERM checkpoints and releases the claim.
+//
+// --metrics-port / --metrics-port-file serve Prometheus metrics on --host
+// (metrics/metrics_flags.h, pserver/daemon/pserver_metrics.h).
 #include <signal.h>
 #include <sys/stat.h>
 #include <time.h>
@@ -38,8 +41,10 @@
 #include "coord/protocol/checkpoint_record.h"
 #include "coord/protocol/pserver_claim.h"
 #include "coord/store.h"
+#include "metrics/metrics_flags.h"
 #include "pserver/daemon/data_plane.h"
 #include "pserver/daemon/ps_service.h"
+#include "pserver/daemon/pserver_metrics.h"
 #include "thrift/job_token.h"
 #include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
@@ -70,6 +75,7 @@ struct Flags {
   int64_t init_grant_timeout_ms = 30000;
   std::string token_file;
   fabps::rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
+  fabps::metrics::MetricsFlags metrics;
 };
 
 bool IsDirectory(const std::string& path) {
@@ -208,6 +214,14 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << "rpc server: " << server.status().ToString();
     return 1;
   }
+  fabps::metrics::Registry registry;
+  fabps::pserver::RegisterPserverMetrics(&registry, service.get());
+  auto metrics_server =
+      fabps::metrics::StartMetricsServer(f.metrics, f.host, &registry);
+  if (!metrics_server.ok()) {
+    FABPS_LOG(ERROR) << metrics_server.status().ToString();
+    return 1;
+  }
   std::string addr = f.host + ":" + std::to_string((*server)->port());
   if (!f.port_file.empty()) {
     auto s = fabps::WriteFileAtomically(
@@ -325,6 +339,7 @@ int main(int argc, char** argv) {
                  "--index as given)");
   app.add_option("--job", f.job, "job name in the store");
   fabps::rpc::AddRpcServerFlags(app, &f.rpc);
+  fabps::metrics::AddMetricsFlags(app, &f.metrics);
   app.add_option("--token-file", f.token_file,
                  "the job token (default: $FABPS_JOB_TOKEN_FILE, "
                  "$FABPS_JOB_TOKEN); clients without it are refused");

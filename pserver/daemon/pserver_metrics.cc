@@ -1,0 +1,68 @@
+#include "pserver/daemon/pserver_metrics.h"
+
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+
+namespace fabps::pserver {
+
+void RegisterPserverMetrics(metrics::Registry* registry,
+                            PServerService* service) {
+  struct Snapshot {
+    rpc::pserver::PsStatus status;
+    CheckpointInfo checkpoint;
+  };
+  // Written by the refresh and read by the read-outs, all under the
+  // registry's lock.
+  auto snap = std::make_shared<Snapshot>();
+  registry->AddRefresh([snap, service] {
+    service->GetStatus(snap->status);
+    snap->checkpoint = service->LastWritten();
+  });
+  rpc::pserver::PsStatus first;
+  service->GetStatus(first);
+  metrics::Labels labels = {{"index", std::to_string(first.index)}};
+  using metrics::Type;
+  auto add = [&](Type type, const char* name, const char* help,
+                 std::function<double(const Snapshot&)> read) {
+    registry->AddReadOut(type, name, help, labels,
+                         [snap, read] { return read(*snap); });
+  };
+  add(Type::kCounter, "fabps_pserver_pushes_applied_total",
+      "gradient pushes (one block each) applied to the shard",
+      [](const Snapshot& s) { return s.status.gradients_applied; });
+  add(Type::kCounter, "fabps_pserver_pushes_rejected_total",
+      "data-plane frames refused (bad slot, block, size or trainer)",
+      [](const Snapshot& s) { return s.status.gradients_rejected; });
+  add(Type::kCounter, "fabps_pserver_bytes_applied_total",
+      "gradient bytes applied to the shard",
+      [](const Snapshot& s) { return s.status.bytes_applied; });
+  add(Type::kGauge, "fabps_pserver_trainers_registered",
+      "trainers registered on the data plane",
+      [](const Snapshot& s) { return s.status.trainers_registered; });
+  add(Type::kGauge, "fabps_pserver_initialized",
+      "1 once the parameters are initialized, else 0",
+      [](const Snapshot& s) { return s.status.initialized ? 1 : 0; });
+  add(Type::kGauge, "fabps_pserver_blocks", "parameter blocks on this pserver",
+      [](const Snapshot& s) { return s.status.num_blocks; });
+  add(Type::kGauge, "fabps_pserver_checkpoint_timestamp_seconds",
+      "Unix time of the last checkpoint written (0: none yet)",
+      [](const Snapshot& s) { return s.status.last_checkpoint_unix_ms / 1e3; });
+  add(Type::kGauge, "fabps_pserver_checkpoint_age_seconds",
+      "seconds since the last checkpoint was written (NaN: none yet)",
+      [](const Snapshot& s) {
+        if (s.status.last_checkpoint_unix_ms == 0) return std::nan("");
+        auto now = std::chrono::system_clock::now().time_since_epoch();
+        double now_ms = static_cast<double>(
+            std::chrono::duration_cast<std::chrono::milliseconds>(now).count());
+        return (now_ms - s.status.last_checkpoint_unix_ms) / 1e3;
+      });
+  add(Type::kGauge, "fabps_pserver_checkpoint_size_bytes",
+      "size of the last checkpoint written (0: none yet)",
+      [](const Snapshot& s) {
+        return static_cast<double>(s.checkpoint.bytes);
+      });
+}
+
+}  // namespace fabps::pserver
