@@ -1,6 +1,7 @@
 #include "metrics/metrics_server.h"
 
 #include <httplib.h>
+#include <sys/socket.h>
 
 #include <chrono>
 
@@ -27,6 +28,12 @@ Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
   srv.set_keep_alive_timeout(sec > 0 ? sec : 1);
   srv.set_keep_alive_max_count(100);
   srv.set_payload_max_length(4096);  // a GET has no body
+  // httplib's default adds SO_REUSEPORT, which would let a second daemon
+  // bind the same port and take half the scrapes: only SO_REUSEADDR.
+  srv.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    ::setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof(yes));
+  });
   srv.Get("/metrics",
           [registry](const httplib::Request&, httplib::Response& res) {
             res.set_content(registry->Expose(), kContentType);
