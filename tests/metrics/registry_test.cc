@@ -23,6 +23,8 @@ TEST(ExpositionTest, EscapesHelpAndLabelValues) {
 TEST(ExpositionTest, FormatsValuesShortestAndSpecials) {
   EXPECT_EQ(FormatValue(0), "0");
   EXPECT_EQ(FormatValue(42), "42");
+  EXPECT_EQ(FormatValue(60), "60");  // not 6e+01
+  EXPECT_EQ(FormatValue(1000000), "1000000");
   EXPECT_EQ(FormatValue(0.005), "0.005");
   EXPECT_EQ(FormatValue(-2.5), "-2.5");
   EXPECT_EQ(FormatValue(1e21), "1e+21");
