@@ -19,6 +19,7 @@
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
 #include "tests/util/wait_until.h"
+#include "trainer/fabps_c.h"
 #include "trainer/pserver_client.h"
 #include "trainer/pserver_connection.h"
 
@@ -324,6 +325,65 @@ TEST_P(SyncSgdTest, BadStepsAreRefusedAndTheServerGoesOn) {
   EXPECT_NE(logs.find("step 1000 from trainer 0 is too far ahead"),
             std::string::npos)
       << logs;
+}
+
+// The C API's step push beside a C++ trainer: the same sums, the step from
+// fabps_sync_step, a stale step and a negative one refused.
+TEST_P(SyncSgdTest, CApiPushesSteps) {
+  StartCluster(2, 60000);
+  auto a = Trainer(501, true);
+  ASSERT_TRUE(a);
+  fabps_pserver_options* o = fabps_new_pserver_options();
+  ASSERT_NE(o, nullptr);
+  ASSERT_EQ(fabps_pserver_options_set_provider(o, GetParam().c_str()),
+            FABPS_OK);
+  if (GetParam() != "shm")
+    ASSERT_EQ(fabps_pserver_options_set_interface(o, "127.0.0.1"), FABPS_OK);
+  ASSERT_EQ(fabps_pserver_options_set_block_elements(o, kBlock), FABPS_OK);
+  ASSERT_EQ(fabps_pserver_options_set_trainer_id(o, 502), FABPS_OK);
+  std::string addrs = cluster_->addresses()[0] + "," + cluster_->addresses()[1];
+  fabps_pserver_client* c = fabps_new_pserver_client_ex(addrs.c_str(), 0, o);
+  fabps_release_pserver_options(o);
+  ASSERT_NE(c, nullptr) << fabps_last_error();
+  const char* names[2] = {"w", "b"};
+  auto c_push = [&](uint64_t s) {
+    Model g = Model::Gradient(1, s);
+    void* bufs[2] = {g.w.data(), g.b.data()};
+    size_t bytes[2] = {kW * 4, kB * 4};
+    fabps_push* h = nullptr;
+    int rc = fabps_send_grads_step(c, names, bufs, bytes, 2,
+                                   static_cast<int64_t>(s), kMs, &h);
+    if (rc != FABPS_OK) return rc;
+    return fabps_wait(c, h, kMs);
+  };
+  int64_t step = -1;
+  ASSERT_EQ(fabps_sync_step(c, kMs, &step), FABPS_OK)
+      << fabps_pserver_client_last_error(c);
+  EXPECT_EQ(step, 0);
+  Reference ref;
+  for (uint64_t s = 0; s < 3; s++) {
+    int rc = FABPS_ERR;
+    std::thread tc([&] { rc = c_push(s); });
+    ASSERT_TRUE(PushStep(a.get(), 0, s).ok());
+    tc.join();
+    ASSERT_EQ(rc, FABPS_OK) << fabps_pserver_client_last_error(c);
+    ref.Step({0, 1}, s);
+  }
+  Model m;
+  void* bufs[2] = {m.w.data(), m.b.data()};
+  size_t bytes[2] = {kW * 4, kB * 4};
+  ASSERT_EQ(fabps_get_params(c, names, bufs, bytes, 2, kMs), FABPS_OK);
+  EXPECT_TRUE(m == ref.Values());
+  ASSERT_EQ(fabps_sync_step(c, kMs, &step), FABPS_OK);
+  EXPECT_EQ(step, 3);
+  EXPECT_NE(c_push(1), FABPS_OK);  // stale
+  fabps_push* h = nullptr;
+  EXPECT_EQ(fabps_send_grads_step(c, names, bufs, bytes, 2, -1, kMs, &h),
+            FABPS_ERR_ARGUMENT);
+  EXPECT_EQ(h, nullptr);
+  EXPECT_NE(std::string(fabps_pserver_client_last_error(c)).find("step < 0"),
+            std::string::npos);
+  fabps_release_pserver_client(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, SyncSgdTest,
