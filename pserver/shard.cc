@@ -44,6 +44,10 @@ struct Shard::Block {
   bool accum_zero = true;        // accum holds only zeros
   std::vector<uint8_t> touched;  // per row, for all-sparse steps
   std::deque<Pending> parked;    // ApplyAsync gradients of later steps
+  // Whether (and since when) the open step waits for gradients: its first
+  // one arrived or a later step's was parked (ForceOverdueSteps).
+  bool waiting = false;
+  SteadyClock::time_point waiting_since;
 
   // Addresses for TSan fork/join annotations around parallel_for.
   char fork = 0;
@@ -291,7 +295,7 @@ void Shard::ResetStepLocked(Block* b, uint64_t update_count,
   std::fill(b->touched.begin(), b->touched.end(), 0);
   b->any_dense = false;
   b->accum_zero = false;
-  b->step_cv.notify_all();
+  StepAdvancedLocked(b);
   // Parked gradients of the step that is now open go in; older ones are
   // refused as stale.
   ReleaseParkedLocked(b, released);
@@ -559,6 +563,31 @@ void Shard::ApplyAccumulatedLocked(Block* b) {
   std::fill(b->contributed.begin(), b->contributed.end(), 0);
 }
 
+void Shard::StepAdvancedLocked(Block* b) {
+  b->waiting = false;
+  b->step_cv.notify_all();
+  if (options_.on_step) options_.on_step(b->info->id, b->update_count);
+}
+
+void Shard::NoteWaitingLocked(Block* b) {
+  if (b->waiting) return;
+  b->waiting = true;
+  b->waiting_since = SteadyClock::now();
+}
+
+Status Shard::CheckAheadLocked(const Block* b, const GradientRef& g) const {
+  if (options_.max_steps_ahead == 0 ||
+      g.step <= b->update_count + options_.max_steps_ahead) {
+    return Status::OK();
+  }
+  return Status::InvalidArgument(
+      "gradient for block " + std::to_string(g.block) + " step " +
+      std::to_string(g.step) + " from trainer " + std::to_string(g.trainer) +
+      " is too far ahead: the block is at step " +
+      std::to_string(b->update_count) + " and takes at most " +
+      std::to_string(options_.max_steps_ahead) + " step(s) ahead");
+}
+
 Status Shard::ContributeLocked(Block* b, const GradientRef& g) {
   if (g.step < b->update_count) {
     return Status::FailedPrecondition(
@@ -576,15 +605,66 @@ Status Shard::ContributeLocked(Block* b, const GradientRef& g) {
   FABPS_RETURN_IF_ERROR(f32 ? AccumulateLocked<float>(b, g)
                             : AccumulateLocked<double>(b, g));
   b->contributed[g.trainer] = 1;
+  NoteWaitingLocked(b);
   if (++b->contributors == options_.num_trainers) {
     if (f32) {
       ApplyAccumulatedLocked<float>(b);
     } else {
       ApplyAccumulatedLocked<double>(b);
     }
-    b->step_cv.notify_all();
+    StepAdvancedLocked(b);
   }
   return Status::OK();
+}
+
+std::vector<ForcedStep> Shard::ForceOverdueSteps(
+    SteadyClock::duration max_wait) {
+  std::vector<ForcedStep> forced;
+  if (options_.mode != ApplyMode::kSync) return forced;
+  for (auto& bp : blocks_) {
+    Block* b = bp.get();
+    std::vector<Pending> released;
+    {
+      std::lock_guard<std::mutex> lock(b->mu);
+      if (b->contributors == 0 && b->parked.empty()) continue;
+      if (!b->waiting) {
+        NoteWaitingLocked(b);
+        continue;
+      }
+      if (SteadyClock::now() - b->waiting_since < max_wait) continue;
+      ForcedStep f;
+      f.block = b->info->id;
+      f.step = b->update_count;
+      for (uint32_t t = 0; t < options_.num_trainers; ++t) {
+        if (!b->contributed[t]) f.missing.push_back(t);
+      }
+      if (b->contributors > 0) {
+        if (b->dtype == DType::kFloat32) {
+          ApplyAccumulatedLocked<float>(b);
+        } else {
+          ApplyAccumulatedLocked<double>(b);
+        }
+      } else {
+        // Nothing arrived: an empty step, so that the parked gradients of
+        // the next one can go in. The sum buffer is left as it is.
+        ++b->update_count;
+      }
+      StepAdvancedLocked(b);
+      ReleaseParkedLocked(b, &released);
+      forced.push_back(std::move(f));
+    }
+    Complete(&released);
+  }
+  return forced;
+}
+
+uint64_t Shard::MaxStep() const {
+  uint64_t step = 0;
+  for (const auto& b : blocks_) {
+    std::lock_guard<std::mutex> lock(b->mu);
+    step = std::max(step, b->update_count);
+  }
+  return step;
 }
 
 void Shard::ReleaseParkedLocked(Block* b, std::vector<Pending>* released) {
@@ -604,6 +684,7 @@ Status Shard::Apply(const GradientRef& g, Deadline deadline) {
   FABPS_ASSIGN_OR_RETURN(Block * b, Validate(g));
   std::unique_lock<std::mutex> lock(b->mu);
   if (options_.mode == ApplyMode::kAsync) return ApplyGradientLocked(b, g);
+  FABPS_RETURN_IF_ERROR(CheckAheadLocked(b, g));
   while (g.step > b->update_count) {
     if (shutting_down_.load()) return Status::Cancelled("shard shutting down");
     if (deadline.time() == SteadyClock::time_point::max()) {
@@ -670,10 +751,15 @@ void Shard::Drain(Block* b) {
         p.status = ApplyGradientLocked(b, p.g);
         done.push_back(std::move(p));
       } else if (p.g.step > b->update_count) {
-        if (shutting_down_.load()) {
+        Status ahead = CheckAheadLocked(b, p.g);
+        if (!ahead.ok()) {
+          p.status = ahead;
+          done.push_back(std::move(p));
+        } else if (shutting_down_.load()) {
           p.status = Status::Cancelled("shard shutting down");
           done.push_back(std::move(p));
         } else {
+          NoteWaitingLocked(b);
           b->parked.push_back(std::move(p));
         }
       } else {

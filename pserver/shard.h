@@ -32,9 +32,12 @@
 // the deadline passes; ApplyAsync() parks it and consumes it (then calls
 // back) when its step opens, so the sender's slot stays taken until then.
 // An earlier step is refused (FailedPrecondition), as is a second gradient
-// from one trainer for one step (AlreadyExists). A step mixing dense and
-// sparse gradients applies densely; an all-sparse step updates the rows any
-// trainer sent.
+// from one trainer for one step (AlreadyExists) and, with max_steps_ahead
+// set, a step more than that far beyond the block's (InvalidArgument).
+// A trainer that never sends would hold its blocks at their step forever:
+// ForceOverdueSteps applies what arrived once a step waited too long. A step
+// mixing dense and sparse gradients applies densely; an all-sparse step updates
+// the rows any trainer sent.
 //
 // Errors. Block ids, lengths, alignment, sparse row ids, steps and trainer
 // ids come from the network: bad ones are returned as InvalidArgument (never
@@ -79,6 +82,14 @@ struct ShardOptions {
   std::map<std::string, UpdateRuleConfig> rules;
   ApplyMode mode = ApplyMode::kAsync;
   uint32_t num_trainers = 1;  // kSync: gradients summed per step, >= 1
+  // kSync: a gradient for a step beyond the block's step + this is refused
+  // (InvalidArgument) instead of parked; 0: no limit.
+  uint64_t max_steps_ahead = 0;
+  // kSync: called with (block, its new step) every time a block's step
+  // advances (a full or forced sum applied, InitBlock, RestoreBlock), on the
+  // thread that advanced it, with the block's lock held: it must not call
+  // into the shard and must not block for long.
+  std::function<void(uint32_t block, uint64_t step)> on_step;
   // Threads of the shard's TBB arena for ApplyAsync; 0: TBB's default. If
   // TBB's process-wide worker limit is lower, the shard raises it (with a
   // tbb::global_control that lives as long as the shard).
@@ -86,6 +97,13 @@ struct ShardOptions {
   // Blocks longer than twice this are applied by parallel_for in pieces of
   // about this many elements.
   uint64_t parallel_grain_elements = uint64_t{1} << 16;
+};
+
+// A kSync step that ForceOverdueSteps applied without all its gradients.
+struct ForcedStep {
+  uint32_t block = 0;
+  uint64_t step = 0;              // the step that was applied
+  std::vector<uint32_t> missing;  // trainers whose gradient never came
 };
 
 // Where a block's values sit in the arena.
@@ -159,6 +177,18 @@ class Shard {
   // result, and `g.data` must stay valid and unchanged until then.
   Status ApplyAsync(const GradientRef& g, ApplyCallback done);
 
+  // kSync: every block that has waited longer than `max_wait` since the
+  // first gradient of its open step arrived (or, with none arrived, since a
+  // later step's gradient was parked) applies the sum of what arrived (an
+  // empty sum when nothing did: the step count still goes up) and opens the
+  // next step; parked gradients of it go in. Returns those steps. Async
+  // shards return none.
+  std::vector<ForcedStep> ForceOverdueSteps(SteadyClock::duration max_wait);
+  // kSync: the largest step of any owned block (0 without blocks): where a
+  // trainer that (re)joins starts. Blocks are at most one step apart while
+  // every trainer waits for its pushes (see max_steps_ahead).
+  uint64_t MaxStep() const;
+
   // Waits until every accepted ApplyAsync has called back (parked kSync
   // gradients count as pending). TimedOut otherwise.
   Status WaitIdle(Deadline deadline);
@@ -175,6 +205,10 @@ class Shard {
   // All *Locked methods require b->mu held.
   Status ApplyGradientLocked(Block* b, const GradientRef& g);
   Status ContributeLocked(Block* b, const GradientRef& g);
+  Status CheckAheadLocked(const Block* b, const GradientRef& g) const;
+  // The block's step went up: wakes waiters, calls on_step.
+  void StepAdvancedLocked(Block* b);
+  void NoteWaitingLocked(Block* b);
   void ReleaseParkedLocked(Block* b, std::vector<Pending>* released);
   void ResetStepLocked(Block* b, uint64_t update_count,
                        std::vector<Pending>* released);

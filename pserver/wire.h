@@ -6,8 +6,9 @@
 //                0xA5 a dense gradient block, 0xA6 sparse rows of the block
 //                (a RowsHeader, row ids and row gradients), 0xA7 a rows
 //                read (a RowsHeader and row ids; the pserver writes the rows
-//                behind the ids). Any other value catches stray or
-//                corrupted words.
+//                behind the ids), 0xA8 a dense gradient block of a sync
+//                step (a StepHeader, then the block). Any other value
+//                catches stray or corrupted words.
 //   bits 55..40  trainer index (from the pserver's Registration)
 //   bits 39..32  slot index in the trainer's landing region
 //   bits 31..0   global block id
@@ -36,6 +37,7 @@ enum class PushKind : uint32_t {
   kDense = 0xA5,
   kRows = 0xA6,
   kRowsRead = 0xA7,
+  kDenseStep = 0xA8,
 };
 
 // The 16 bytes at the start of a landing slot for kRows and kRowsRead
@@ -65,6 +67,20 @@ inline size_t RowsSlotBytes(uint64_t count, uint64_t row_elements,
   return RowsValuesOffset(count) + count * row_elements * elem_size;
 }
 
+// The 16 bytes at the start of a landing slot for kDenseStep (sync mode,
+// little-endian, docs/formats/wire.md); the dense block follows at
+// kStepHeaderBytes.
+//   u32 kind   0xA8 again
+//   u32 block  the push's block id again
+//   u64 step   the sync step the gradient belongs to
+struct StepHeader {
+  uint32_t kind = 0;
+  uint32_t block = 0;
+  uint64_t step = 0;
+};
+static_assert(sizeof(StepHeader) == 16);
+constexpr size_t kStepHeaderBytes = sizeof(StepHeader);
+
 struct PushImm {
   uint32_t trainer = 0;
   uint32_t slot = 0;
@@ -87,8 +103,8 @@ inline uint64_t EncodePush(const PushImm& p) {
 
 inline Result<PushImm> DecodePush(uint64_t v) {
   const uint64_t tag = v >> 56;
-  if (tag != 0xA5 && tag != 0xA6 && tag != 0xA7)
-    return Status::Corruption("push immediate data without a 0xA5..0xA7 tag");
+  if (tag < 0xA5 || tag > 0xA8)
+    return Status::Corruption("push immediate data without a 0xA5..0xA8 tag");
   PushImm p;
   p.kind = static_cast<PushKind>(tag);
   p.trainer = static_cast<uint32_t>((v >> 40) & 0xFFFF);

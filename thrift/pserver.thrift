@@ -86,6 +86,9 @@ struct Registration {
   6: i64 slot_bytes,
   7: list<BlockLocation> blocks,  // every block this pserver owns
   8: i32 pserver_index,
+  9: i32 mode = 0,             // 0 async, 1 sync (fabps-pserver --mode; docs/sync.md)
+  10: i32 num_trainers = 0,    // sync: gradients summed per step
+  11: i64 sync_step = 0,       // sync: the largest step of this pserver's blocks
 }
 
 struct PsStatus {
@@ -100,6 +103,9 @@ struct PsStatus {
   9: string last_checkpoint,   // path, "" when none yet
   10: i64 last_checkpoint_unix_ms,
   11: i64 num_blocks,           // owned by this pserver
+  12: i32 mode = 0,             // 0 async, 1 sync
+  13: i64 sync_step = 0,        // sync: the largest step of this pserver's blocks
+  14: i64 sync_steps_forced = 0,  // sync: block steps applied after the step deadline
 }
 
 service PServer {

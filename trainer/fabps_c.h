@@ -356,6 +356,26 @@ int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
                      void* const* grads, const size_t* bytes, int n,
                      int64_t timeout_ms, fabps_push** out);
 
+/* Sync mode (fabps-pserver --mode sync --num-trainers N, docs/sync.md):
+ * fabps_send_grads for step `step` (>= 0). The pservers sum the gradients
+ * of all N trainers for a step and apply the sum once; fabps_wait on the
+ * handle returns when the step is applied, so a pull after it sees exactly
+ * that step's update. The gradients are copied before the call returns.
+ * FABPS_ERR_ARGUMENT for step < 0; the handle's wait fails for a step the
+ * pservers already applied or one more than one step ahead (the pserver
+ * log says why). A step that waits longer than --step-deadline-ms for a
+ * trainer is applied with the gradients that arrived. On pservers in async
+ * mode an error; fabps_send_grads is an error in sync mode. */
+int fabps_send_grads_step(fabps_pserver_client* c, const char* const* names,
+                          void* const* grads, const size_t* bytes, int n,
+                          int64_t step, int64_t timeout_ms, fabps_push** out);
+
+/* Sync mode: sets *step to the step to push next when (re)joining: the
+ * largest step of any block on any pserver. A restarted trainer must use
+ * its old trainer id (fabps_pserver_options_set_trainer_id). Waits up to
+ * timeout_ms for the parameters and the answers. */
+int fabps_sync_step(fabps_pserver_client* c, int64_t timeout_ms, int64_t* step);
+
 /* Waits up to timeout_ms (in [0, 86400000]) until every block of transfer
  * `t` is done: for a push, applied by its pserver (then later pulls see
  * it); for a pull, read into the buffers. Releases the handle in every case:

@@ -561,6 +561,38 @@ int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
                            Deadline d) { return c->client->SendGrads(v, d); });
 }
 
+int fabps_send_grads_step(fabps_pserver_client* c, const char* const* names,
+                          void* const* grads, const size_t* bytes, int n,
+                          int64_t step, int64_t timeout_ms, fabps_push** out) {
+  if (step < 0) {
+    if (out != nullptr) *out = nullptr;
+    return Guarded(c, "fabps_send_grads_step", [&] {
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_send_grads_step: step < 0");
+    });
+  }
+  return StartTransfer(
+      c, "fabps_send_grads_step", names, grads, bytes, n, timeout_ms, out,
+      [&](const std::vector<fabps::trainer::ParamBuffer>& v, Deadline d) {
+        return c->client->SendGrads(v, static_cast<uint64_t>(step), d);
+      });
+}
+
+int fabps_sync_step(fabps_pserver_client* c, int64_t timeout_ms,
+                    int64_t* step) {
+  return Guarded(c, "fabps_sync_step", [&] {
+    if (step == nullptr)
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_sync_step: NULL step");
+    if (!ValidTimeout(timeout_ms)) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_sync_step: timeout_ms must be in [0, 86400000]");
+    }
+    auto s = c->client->SyncStep(Deadline::InMs(timeout_ms));
+    if (!s.ok()) return c->Fail(s.status());
+    *step = static_cast<int64_t>(*s);
+    return c->Ok();
+  });
+}
+
 int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
                            void* const* bufs, const size_t* bytes, int n,
                            int64_t timeout_ms, fabps_pull** out) {

@@ -240,6 +240,76 @@ struct PServerClient::Impl {
     return Status::OK();
   }
 
+  // Sync mode: whether the pservers run it (known once ready).
+  bool sync() const { return !peers.empty() && peers[0].reg.sync; }
+  Status CheckMode(bool with_step) {
+    for (size_t i = 0; i < peers.size(); i++) {
+      if (peers[i].reg.sync != with_step) {
+        return Status::FailedPrecondition(
+            with_step ? "SendGrads with a step: pserver " + std::to_string(i) +
+                            " runs in async mode"
+                      : std::string("the pservers run in sync mode "
+                                    "(--mode sync): SendGrads needs a step"));
+      }
+    }
+    return Status::OK();
+  }
+
+  // Sync mode: copies one block behind a step header into the staging
+  // mirror of a free landing slot and writes both with one RMA write (the
+  // push word has no room for a step).
+  Status PushStepBlock(const BlockSpan& b, uint64_t step,
+                       const std::shared_ptr<TransferHandle>& push,
+                       Deadline deadline) {
+    const Peer& p = peers[b.pserver];
+    const size_t len = pserver::wire::kStepHeaderBytes + b.bytes;
+    if (len > p.reg.slot_bytes)
+      return Status::Corruption("block larger than the pserver's slots");
+    FABPS_ASSIGN_OR_RETURN(Staging * st, StagingOf(b.pserver));
+    FABPS_ASSIGN_OR_RETURN(uint32_t slot,
+                           slots->Acquire(b.pserver, b.block, push, deadline));
+    const size_t off = size_t{slot} * p.reg.slot_bytes;
+    char* at = static_cast<char*>(st->data) + off;
+    pserver::wire::StepHeader h;
+    h.kind = static_cast<uint32_t>(pserver::wire::PushKind::kDenseStep);
+    h.block = b.block;
+    h.step = step;
+    std::memcpy(at, &h, sizeof(h));
+    std::memcpy(at + sizeof(h),
+                static_cast<const char*>(b.region->data()) + b.offset, b.bytes);
+    return WriteIntoSlot(b.pserver, slot, *st->mr, off, len, off,
+                         {p.reg.trainer_index, slot, b.block,
+                          pserver::wire::PushKind::kDenseStep},
+                         push, deadline);
+  }
+
+  Result<std::shared_ptr<TransferHandle>> SendStep(
+      const std::vector<ParamBuffer>& grads, uint64_t step, Deadline deadline) {
+    FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_RETURN_IF_ERROR(CheckMode(true));
+    auto handle = std::make_shared<TransferHandle>();
+    FABPS_RETURN_IF_ERROR(Note(
+        WalkBlocks(*layout, fabric->cache(), grads, [&](const BlockSpan& b) {
+          return PushStepBlock(b, step, handle, deadline);
+        })));
+    return handle;
+  }
+
+  Result<uint64_t> SyncStep(Deadline deadline) {
+    FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_RETURN_IF_ERROR(CheckMode(true));
+    uint64_t step = 0;
+    for (auto& c : conns) {
+      ps::PsStatus status;
+      FABPS_RETURN_IF_ERROR(Note(c->Call(
+          "GetStatus", [&](ps::PServerClient& pc) { pc.GetStatus(status); })));
+      if (status.sync_step < 0)
+        return Status::Corruption("pserver reports a negative sync step");
+      step = std::max(step, static_cast<uint64_t>(status.sync_step));
+    }
+    return step;
+  }
+
   // Starts reading one block of a pull from its pserver's arena.
   Status PullBlock(const BlockSpan& b,
                    const std::shared_ptr<TransferHandle>& pull,
@@ -660,7 +730,20 @@ Status PServerClient::FinishInitParams(Deadline deadline) {
 Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(
     const std::vector<ParamBuffer>& grads, Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
+  FABPS_RETURN_IF_ERROR(impl_->Prepare(deadline));
+  FABPS_RETURN_IF_ERROR(impl_->CheckMode(false));
   return impl_->Transfer(grads, deadline, &Impl::PushBlock);
+}
+
+Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(
+    const std::vector<ParamBuffer>& grads, uint64_t step, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->SendStep(grads, step, deadline);
+}
+
+Result<uint64_t> PServerClient::SyncStep(Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->SyncStep(deadline);
 }
 
 Result<std::shared_ptr<PullHandle>> PServerClient::GetParamsAsync(

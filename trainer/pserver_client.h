@@ -155,6 +155,29 @@ class PServerClient {
   // (InvalidArgument, NotFound) sends nothing.
   Result<std::shared_ptr<PushHandle>> SendGrads(
       const std::vector<ParamBuffer>& grads, Deadline deadline);
+  // Sync mode (fabps-pserver --mode sync --num-trainers N, docs/sync.md):
+  // pushes the gradients of step `step`. Each pserver adds the gradients of
+  // all N trainers for a block's step up (a sum, not a mean: fold 1/N into
+  // the learning rate) and applies the sum once; Wait on the handle returns
+  // when every block's step has been applied, so a pull after it sees
+  // exactly the update of step `step` (and nothing of step + 1, which needs
+  // this trainer's gradients too). The gradients are copied into this
+  // client's staging memory before SendGrads returns. Push all blocks of a
+  // step (the same parameters in the same order on every trainer) before
+  // waiting. A step the pservers have already applied is refused
+  // (FailedPrecondition), as is one more than one step ahead
+  // (InvalidArgument); the refusal names the block and the pserver logs
+  // why. A step that waits longer than the pservers' --step-deadline-ms for
+  // a trainer is applied with the gradients that arrived. Steps start at 0
+  // (or where SyncStep says). FailedPrecondition on pservers in async mode;
+  // the step-less SendGrads is FailedPrecondition in sync mode.
+  Result<std::shared_ptr<PushHandle>> SendGrads(
+      const std::vector<ParamBuffer>& grads, uint64_t step, Deadline deadline);
+  // Sync mode: the step to push next when (re)joining a running job: the
+  // largest step of any block on any pserver (asked now). A trainer that
+  // restarts calls it, pulls the parameters and goes on from there; it must
+  // reuse its old trainer id (a sync pserver takes exactly N trainers).
+  Result<uint64_t> SyncStep(Deadline deadline);
   // Starts reading the current values of the named parameters into the
   // buffers and returns a handle; checks and waits like SendGrads. The
   // buffers are filled when Wait on the handle returns OK.

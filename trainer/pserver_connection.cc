@@ -65,7 +65,9 @@ Result<PServerRegistration> PServerConnection::Register(
       reg.slot_bytes <= 0 || reg.trainer_index < 0 ||
       reg.trainer_index >
           static_cast<int32_t>(pserver::wire::kMaxTrainerIndex) ||
-      reg.pserver_index != static_cast<int32_t>(index_)) {
+      reg.pserver_index != static_cast<int32_t>(index_) ||
+      (reg.mode != 0 && reg.mode != 1) || reg.num_trainers < 0 ||
+      reg.sync_step < 0) {
     return Status::Corruption(me + ": invalid registration");
   }
   PServerRegistration out;
@@ -81,6 +83,9 @@ Result<PServerRegistration> PServerConnection::Register(
   out.trainer_index = static_cast<uint32_t>(reg.trainer_index);
   out.num_slots = static_cast<uint32_t>(reg.num_slots);
   out.slot_bytes = static_cast<uint64_t>(reg.slot_bytes);
+  out.sync = reg.mode == 1;
+  out.num_trainers = static_cast<uint32_t>(reg.num_trainers);
+  out.sync_step = static_cast<uint64_t>(reg.sync_step);
   for (const auto& b : reg.blocks) {
     if (b.block < 0 || b.offset < 0 || b.bytes < 0 ||
         static_cast<uint64_t>(b.offset) + b.bytes > out.arena.length) {

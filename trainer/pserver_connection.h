@@ -32,6 +32,9 @@ struct PServerRegistration {
   uint32_t trainer_index = 0;       // this trainer on that pserver
   uint32_t num_slots = 0;
   uint64_t slot_bytes = 0;
+  bool sync = false;          // the pserver runs --mode sync
+  uint32_t num_trainers = 0;  // sync: trainers whose gradients make a step
+  uint64_t sync_step = 0;     // sync: its blocks' largest step then
   // Block id -> (offset in the arena, bytes).
   std::unordered_map<uint32_t, std::pair<uint64_t, uint64_t>> blocks;
 };

@@ -80,4 +80,23 @@ Result<uint32_t> ParsePsCount(std::string_view value) {
   return n;
 }
 
+std::string FormatPsMode(const PsMode& mode) {
+  return mode.sync ? "sync " + std::to_string(mode.num_trainers) : "async";
+}
+
+Result<PsMode> ParsePsMode(std::string_view value) {
+  PsMode m;
+  if (value == "async") return m;
+  constexpr std::string_view kSync = "sync ";
+  uint32_t n = 0;
+  if (value.substr(0, kSync.size()) != kSync ||
+      !ParseDecimal(value.substr(kSync.size()), 0x10000, &n) || n == 0) {
+    return Status::Corruption("bad ps/mode '" + Printable(value) +
+                              "': not 'async' or 'sync N' with N in 1..65535");
+  }
+  m.sync = true;
+  m.num_trainers = n;
+  return m;
+}
+
 }  // namespace fabps::coord::keys

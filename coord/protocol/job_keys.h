@@ -8,6 +8,7 @@
 //   master/journal/, master/parts/, master/snapshot/ (and .../head)
 //                               the master's journal master/store_journal
 //   ps/count                    pservers in the job         pserver_claim.h
+//   ps/mode                     "async" or "sync <N>"       pserver_claim.h
 //   ps/<i>/lock                 claim on index i (leased)   pserver_claim.h
 //   ps/<i>/addr                 pserver i's "host:port" (the claim's lease)
 //   ps/<i>/checkpoint           checkpoint_record.h (no lease)
@@ -41,6 +42,7 @@ inline constexpr char kMasterSnapshotHead[] = "master/snapshot/head";
 
 inline constexpr char kPsPrefix[] = "ps/";
 inline constexpr char kPsCount[] = "ps/count";
+inline constexpr char kPsMode[] = "ps/mode";
 
 inline constexpr char kInitPrefix[] = "init/";
 inline constexpr char kInitLock[] = "init/lock";
@@ -75,6 +77,20 @@ struct PsKeyParts {
 // zeros (one key per index), below kMaxPservers; leaf lock, addr or
 // checkpoint. InvalidArgument naming the key otherwise (ps/count too).
 Result<PsKeyParts> ParsePsKey(std::string_view key);
+
+// ps/mode's value: how the pservers apply gradients (fabps-pserver --mode,
+// docs/sync.md): "async", or "sync N" with N, the trainers whose gradients
+// make a step, in decimal 1..65535.
+struct PsMode {
+  bool sync = false;
+  uint32_t num_trainers = 0;  // sync only
+  bool operator==(const PsMode& o) const {
+    return sync == o.sync && num_trainers == o.num_trainers;
+  }
+};
+std::string FormatPsMode(const PsMode& mode);
+// Corruption naming the value for anything FormatPsMode would not write.
+Result<PsMode> ParsePsMode(std::string_view value);
 
 // ps/count's value: decimal 1..kMaxPservers, nothing else. Corruption
 // naming the value otherwise.

@@ -11,29 +11,26 @@
 namespace fabps::coord {
 namespace {
 
-// Step (1): ps/count is put by the first pserver and checked by the rest.
-Status AgreeOnCount(Store* store, uint32_t n, int64_t retry_ms,
-                    Deadline deadline, const std::function<bool()>& cancelled) {
-  const std::string want = keys::FormatPsCount(n);
+// Step (1): `key` (ps/count, ps/mode) is put by the first pserver and
+// checked by the rest: `check` says whether the value found agrees.
+Status AgreeOn(Store* store, const std::string& key, const std::string& want,
+               const std::function<Status(const std::string& have)>& check,
+               int64_t retry_ms, Deadline deadline,
+               const std::function<bool()>& cancelled) {
   std::string logged;  // the last error logged: each new one once
   for (;;) {
-    auto r = store->Txn({Compare::Absent(keys::kPsCount)},
-                        {TxnOp::Put(keys::kPsCount, want)},
-                        {TxnOp::Get(keys::kPsCount)},
+    auto r = store->Txn({Compare::Absent(key)}, {TxnOp::Put(key, want)},
+                        {TxnOp::Get(key)},
                         internal::Sooner(deadline, store->DefaultDeadline()));
     if (r.ok()) {
       if (r->succeeded) return Status::OK();
       if (r->results.empty() || r->results[0].kvs.empty())
         continue;  // deleted between the compare and the get: try again
-      const std::string& have = r->results[0].kvs[0].value;
-      FABPS_ASSIGN_OR_RETURN(uint32_t count, keys::ParsePsCount(have));
-      if (count == n) return Status::OK();
-      return Status::FailedPrecondition("--num-pservers " + want +
-                                        " but the job has ps/count " + have);
+      return check(r->results[0].kvs[0].value);
     }
     Status::Code c = r.status().code();
     if (c != Status::Code::kUnavailable && c != Status::Code::kTimedOut)
-      return r.status().WithContext("agreeing on ps/count");
+      return r.status().WithContext("agreeing on " + key);
     if (r.status().ToString() != logged) {
       logged = r.status().ToString();
       FABPS_LOG(WARNING) << "store: " << logged << " (retrying)";
@@ -50,7 +47,7 @@ Status AgreeOnCount(Store* store, uint32_t n, int64_t retry_ms,
       return Status::Cancelled("cancelled while the store was unreachable");
     if (deadline.Expired())
       return Status::TimedOut("store unreachable: " + r.status().ToString())
-          .WithContext("agreeing on ps/count");
+          .WithContext("agreeing on " + key);
   }
 }
 
@@ -68,8 +65,27 @@ Result<std::unique_ptr<PserverClaim>> PserverClaim::Claim(
     return Status::InvalidArgument(
         "pserver claim: index " + std::to_string(*options.index) +
         " is not below num_pservers " + std::to_string(n));
-  FABPS_RETURN_IF_ERROR(
-      AgreeOnCount(store, n, options.retry_ms, deadline, cancelled));
+  const std::string count = keys::FormatPsCount(n);
+  FABPS_RETURN_IF_ERROR(AgreeOn(
+      store, keys::kPsCount, count,
+      [&](const std::string& have) -> Status {
+        FABPS_ASSIGN_OR_RETURN(uint32_t found, keys::ParsePsCount(have));
+        if (found == n) return Status::OK();
+        return Status::FailedPrecondition("--num-pservers " + count +
+                                          " but the job has ps/count " + have);
+      },
+      options.retry_ms, deadline, cancelled));
+  const std::string mode = keys::FormatPsMode(options.mode);
+  FABPS_RETURN_IF_ERROR(AgreeOn(
+      store, keys::kPsMode, mode,
+      [&](const std::string& have) -> Status {
+        FABPS_ASSIGN_OR_RETURN(keys::PsMode found, keys::ParsePsMode(have));
+        if (found == options.mode) return Status::OK();
+        return Status::FailedPrecondition("this pserver runs '" + mode +
+                                          "' but the job has ps/mode '" + have +
+                                          "'");
+      },
+      options.retry_ms, deadline, cancelled));
   std::vector<std::string> lock_keys;
   if (options.index) {
     lock_keys.push_back(keys::PsLock(*options.index));

@@ -1,7 +1,8 @@
 // PserverClaim: a pserver's ownership of one index of its job.
 //
-// A pserver of a job of N pservers (1) agrees on ps/count = N: puts it when
-// absent, refuses to start when the job has another count; (2) claims
+// A pserver of a job of N pservers (1) agrees on ps/count = N and on
+// ps/mode (async or sync with its trainer count): puts each when absent,
+// refuses to start when the job has another value; (2) claims
 // ps/<i>/lock with a lease it keeps alive, the first free i below N (or
 // exactly the index it was told), waiting while all are taken until an
 // owner releases or dies (its lease runs out); (3) publishes "host:port"
@@ -40,6 +41,7 @@
 #include "base/status.h"
 #include "coord/lease_lock.h"
 #include "coord/protocol/checkpoint_record.h"
+#include "coord/protocol/job_keys.h"
 #include "coord/store.h"
 
 namespace fabps::coord {
@@ -49,6 +51,7 @@ struct PserverClaimOptions {
   std::optional<uint32_t> index;  // claim exactly this one (< num_pservers)
   int64_t ttl_seconds = 5;        // >= 2
   std::string owner;              // stored under ps/<i>/lock, for humans
+  keys::PsMode mode;              // agreed under ps/mode (default async)
   // Runs once, on the store's keep-alive thread, when the lease is lost.
   std::function<void(const Status& why)> on_lost;
   // How often a waiting claim tries again (also while the store is down).
@@ -60,8 +63,9 @@ class PserverClaim {
   // Steps (1) and (2) above. Rides out store outages (logged, "retrying")
   // until `deadline` (TimedOut) or `cancelled` returns true (Cancelled;
   // `cancelled` may be empty). FailedPrecondition when the job's ps/count
-  // differs from options.num_pservers; InvalidArgument for bad options;
-  // Corruption when ps/count holds something that is not a count.
+  // differs from options.num_pservers or its ps/mode from options.mode;
+  // InvalidArgument for bad options; Corruption when ps/count or ps/mode
+  // holds something this module would not have written.
   static Result<std::unique_ptr<PserverClaim>> Claim(
       Store* store, const PserverClaimOptions& options, Deadline deadline,
       const std::function<bool()>& cancelled = {});

@@ -2,7 +2,12 @@
 
 #include <sys/mman.h>
 
+#include <algorithm>
 #include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <map>
+#include <set>
 
 #include "base/log.h"
 #include "pserver/dtype.h"
@@ -38,6 +43,8 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
       options.max_trainers > wire::kMaxTrainerIndex) {
     return Status::InvalidArgument("--max-trainers must be in 1..65535");
   }
+  if (options.step_deadline_ms < 1)
+    return Status::InvalidArgument("--step-deadline-ms must be >= 1");
   std::unique_ptr<DataPlane> dp(new DataPlane(options));
   transport::FabricOptions fo;
   fo.provider = options.provider;
@@ -56,8 +63,19 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
 }
 
 DataPlane::~DataPlane() {
+  DetachShard();
   // Stop the progress thread (and so the handler) before anything it uses.
   endpoint_.reset();
+}
+
+void DataPlane::DetachShard() {
+  {
+    std::lock_guard<std::mutex> l(watch_mu_);
+    watch_stop_ = true;
+  }
+  watch_cv_.notify_all();
+  if (watcher_.joinable()) watcher_.join();
+  shard_.store(nullptr);
 }
 
 Status DataPlane::AttachShard(Shard* shard) {
@@ -77,8 +95,26 @@ Status DataPlane::AttachShard(Shard* shard) {
           max_block, RowsSlotBytesForBlock(info, DTypeSize(param.dtype)));
     }
   }
+  const bool sync = shard->options().mode == ApplyMode::kSync;
+  if (sync) max_block += wire::kStepHeaderBytes;
   slot_bytes_ = (std::max<uint64_t>(max_block, 64) + 63) / 64 * 64;
+  if (sync) {
+    for (uint32_t b : shard->block_ids()) {
+      auto step = shard->UpdateCount(b);
+      if (!step.ok()) return step.status();
+      std::lock_guard<std::mutex> l(step_mu_);
+      uint64_t& known = step_of_block_[b];
+      known = std::max(known, *step);
+    }
+  }
   shard_.store(shard);
+  if (sync && !watcher_.joinable()) {
+    {
+      std::lock_guard<std::mutex> l(watch_mu_);
+      watch_stop_ = false;
+    }
+    watcher_ = std::thread([this] { WatchSteps(); });
+  }
   return Status::OK();
 }
 
@@ -104,6 +140,14 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(
       index = i;
       break;
     }
+  }
+  const ShardOptions& so = shard_.load()->options();
+  if (!old && so.mode == ApplyMode::kSync &&
+      trainers_.size() >= so.num_trainers) {
+    return Status::ResourceExhausted(
+        "sync mode with --num-trainers " + std::to_string(so.num_trainers) +
+        ": every trainer place is taken (a restarted trainer rejoins with "
+        "its old trainer id)");
   }
   if (!old && trainers_.size() >= options_.max_trainers) {
     return Status::ResourceExhausted("pserver serves its maximum of " +
@@ -180,8 +224,22 @@ void DataPlane::OnImmediate(uint64_t data) {
                   std::to_string(t->id) + " reused before its credit");
   }
   char* slot_data = static_cast<char*>(t->landing) + imm->slot * slot_bytes_;
-  if (imm->kind != wire::PushKind::kDense)
-    return OnRows(t, *imm, *shard, slot_data);
+  const bool sync = shard->options().mode == ApplyMode::kSync;
+  if (imm->kind != wire::PushKind::kDense || sync) {
+    if (imm->kind == wire::PushKind::kRowsRead ||
+        (imm->kind == wire::PushKind::kRows && !sync)) {
+      return OnRows(t, *imm, *shard, slot_data);
+    }
+    if (imm->kind == wire::PushKind::kDenseStep && sync)
+      return OnDenseStep(t, *imm, *shard, slot_data, region->bytes);
+    t->busy[imm->slot] = false;
+    Reject(std::string("push of trainer ") + std::to_string(t->id) + ": " +
+           (sync ? "this pserver runs in sync mode: pushes must name their "
+                   "step (SendGrads with a step)"
+                 : "a push with a step, but this pserver runs in async mode"));
+    return SendCredit(t, imm->slot, imm->block,
+                      Status::Code::kFailedPrecondition);
+  }
   GradientRef g;
   g.block = imm->block;
   g.format = GradientFormat::kDense;
@@ -194,8 +252,11 @@ void DataPlane::Apply(const std::shared_ptr<Trainer>& t, uint32_t slot,
                       Shard& shard, const GradientRef& g) {
   uint32_t block = g.block;
   size_t bytes = g.bytes;
-  Status s = shard.ApplyAsync(g, [this, t, slot, block,
-                                  bytes](const Status& st) {
+  const bool sync = shard.options().mode == ApplyMode::kSync;
+  const uint64_t step = g.step;
+  Status s = shard.ApplyAsync(g, [this, t, slot, block, bytes, sync,
+                                  step](const Status& st) {
+    if (sync && st.ok()) return CreditWhenApplied(t, slot, block, step, bytes);
     if (st.ok()) {
       applied_++;
       bytes_applied_ += bytes;
@@ -258,6 +319,102 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
   SendCredit(t, imm.slot, imm.block, Status::Code::kOk);
 }
 
+void DataPlane::OnDenseStep(const std::shared_ptr<Trainer>& t,
+                            const wire::PushImm& imm, Shard& shard,
+                            char* slot_data, size_t block_bytes) {
+  wire::StepHeader h;
+  std::memcpy(&h, slot_data, sizeof(h));
+  if (h.kind != static_cast<uint32_t>(wire::PushKind::kDenseStep) ||
+      h.block != imm.block) {
+    t->busy[imm.slot] = false;
+    Reject("sync push of trainer " + std::to_string(t->id) +
+           ": step header says kind " + std::to_string(h.kind) + " block " +
+           std::to_string(h.block) + ", the push word kind 168 block " +
+           std::to_string(imm.block));
+    return SendCredit(t, imm.slot, imm.block, Status::Code::kCorruption);
+  }
+  GradientRef g;
+  g.block = imm.block;
+  g.step = h.step;
+  g.trainer = t->index;
+  g.format = GradientFormat::kDense;
+  g.data = slot_data + wire::kStepHeaderBytes;
+  g.bytes = block_bytes;
+  Apply(t, imm.slot, shard, g);
+}
+
+void DataPlane::CreditWhenApplied(const std::shared_ptr<Trainer>& t,
+                                  uint32_t slot, uint32_t block, uint64_t step,
+                                  size_t bytes) {
+  {
+    std::lock_guard<std::mutex> l(step_mu_);
+    if (step_of_block_[block] <= step) {
+      held_[block].push_back(HeldCredit{t, slot, step, bytes});
+      return;
+    }
+  }
+  applied_++;
+  bytes_applied_ += bytes;
+  t->busy[slot] = false;
+  SendCredit(t, slot, block, Status::Code::kOk);
+}
+
+void DataPlane::OnStepApplied(uint32_t block, uint64_t step) {
+  std::vector<HeldCredit> ready;
+  {
+    std::lock_guard<std::mutex> l(step_mu_);
+    uint64_t& known = step_of_block_[block];
+    known = std::max(known, step);
+    auto it = held_.find(block);
+    if (it == held_.end()) return;
+    auto& list = it->second;
+    auto mid = std::partition(list.begin(), list.end(),
+                              [&](const auto& c) { return c.step >= known; });
+    ready.assign(std::make_move_iterator(mid),
+                 std::make_move_iterator(list.end()));
+    list.erase(mid, list.end());
+  }
+  for (const HeldCredit& c : ready) {
+    applied_++;
+    bytes_applied_ += c.bytes;
+    c.trainer->busy[c.slot] = false;
+    SendCredit(c.trainer, c.slot, block, Status::Code::kOk);
+  }
+}
+
+void DataPlane::WatchSteps() {
+  const auto deadline = std::chrono::milliseconds(options_.step_deadline_ms);
+  const auto period = std::clamp<std::chrono::milliseconds>(
+      deadline / 4, std::chrono::milliseconds(5),
+      std::chrono::milliseconds(200));
+  std::unique_lock<std::mutex> l(watch_mu_);
+  while (!watch_cv_.wait_for(l, period, [&] { return watch_stop_; })) {
+    Shard* shard = shard_.load();
+    if (!shard) continue;
+    l.unlock();
+    std::vector<ForcedStep> forced = shard->ForceOverdueSteps(deadline);
+    // One line per step, however many blocks it spans.
+    std::map<uint64_t, std::pair<uint32_t, std::set<uint32_t>>> by_step;
+    for (const ForcedStep& f : forced) {
+      auto& [blocks, missing] = by_step[f.step];
+      blocks++;
+      missing.insert(f.missing.begin(), f.missing.end());
+    }
+    steps_forced_ += forced.size();
+    for (const auto& [step, what] : by_step) {
+      std::string who;
+      for (uint32_t m : what.second)
+        who += (who.empty() ? "" : ",") + std::to_string(m);
+      FABPS_LOG(WARNING) << "sync step " << step << ": " << what.first
+                         << " block(s) applied after the step deadline of "
+                         << options_.step_deadline_ms
+                         << " ms without the gradients of trainer index(es) "
+                         << who;
+    }
+    l.lock();
+  }
+}
+
 void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
                            uint32_t block, Status::Code code) {
   wire::CreditImm c;
@@ -278,6 +435,7 @@ DataPlaneStats DataPlane::stats() const {
   s.rejected = rejected_;
   s.bytes_applied = bytes_applied_;
   s.rows_read = rows_read_;
+  s.steps_forced = steps_forced_;
   std::shared_lock<std::shared_mutex> l(mu_);
   s.trainers = static_cast<uint32_t>(trainers_.size());
   return s;

@@ -16,6 +16,17 @@
 // and credits it; the trainer then RMA-reads them from its slot. Slots are
 // sized to hold every row of the largest block that takes rows.
 //
+// Sync mode (the shard's ApplyMode::kSync, docs/sync.md): a push is a word
+// of kind kDenseStep naming a slot that holds a StepHeader (the step) and
+// the dense block; the data plane gives the shard the step and the
+// trainer's index as its sync contributor, so a sync pserver serves at most
+// num_trainers trainers. The credit of such a push is held back until the
+// block's step has been applied (OnStepApplied), so a push's completion
+// still means "applied, visible to pulls". A watcher thread applies every
+// step that waited longer than step_deadline_ms with the gradients that
+// arrived (Shard::ForceOverdueSteps), logs it and counts it. Words of kind
+// kDense and kRows are refused in sync mode, kDenseStep in async mode.
+//
 // Validation: immediate data, trainer index, slot, block ownership and the
 // block's size all come from a peer; anything wrong is counted, logged
 // (rate-limited) and answered with an error credit when the sender is known.
@@ -28,10 +39,13 @@
 #define FABPS_PSERVER_DAEMON_DATA_PLANE_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <memory>
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <thread>
+#include <unordered_map>
 #include <vector>
 
 #include "base/status.h"
@@ -48,6 +62,9 @@ struct DataPlaneOptions {
   uint32_t pserver_index = 0;
   uint32_t slots_per_trainer = 8;  // 1..256
   uint32_t max_trainers = 256;     // 1..65535
+  // Sync mode: how long a step may wait for the gradients of all trainers
+  // before it is applied with those that arrived; >= 1.
+  int64_t step_deadline_ms = 30000;
 };
 
 struct TrainerRegistration {
@@ -61,7 +78,8 @@ struct DataPlaneStats {
   uint64_t applied = 0;
   uint64_t rejected = 0;
   uint64_t bytes_applied = 0;
-  uint64_t rows_read = 0;  // rows copied out for rows reads
+  uint64_t rows_read = 0;     // rows copied out for rows reads
+  uint64_t steps_forced = 0;  // sync steps applied after the step deadline
   uint32_t trainers = 0;
 };
 
@@ -87,6 +105,14 @@ class DataPlane {
                                               const std::string& credit_region,
                                               uint64_t max_slot_bytes);
 
+  // Stops using the shard (the sync watcher first). Call before the shard
+  // is destroyed.
+  void DetachShard();
+
+  // The shard's on_step hook (ShardOptions::on_step): block `block` is now
+  // at step `step`; credits of sync pushes for earlier steps go out.
+  void OnStepApplied(uint32_t block, uint64_t step);
+
   DataPlaneStats stats() const;
 
  private:
@@ -100,6 +126,13 @@ class DataPlane {
   // and whose slot is marked busy.
   void OnRows(const std::shared_ptr<Trainer>& t, const wire::PushImm& imm,
               Shard& shard, char* slot_data);
+  // A kDenseStep word: checks the header and applies the block for its step.
+  void OnDenseStep(const std::shared_ptr<Trainer>& t, const wire::PushImm& imm,
+                   Shard& shard, char* slot_data, size_t block_bytes);
+  // Sync: the credit of a consumed gradient, sent once its step applied.
+  void CreditWhenApplied(const std::shared_ptr<Trainer>& t, uint32_t slot,
+                         uint32_t block, uint64_t step, size_t bytes);
+  void WatchSteps();
   void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
                   uint32_t block, Status::Code code);
   void Reject(const std::string& why);
@@ -117,7 +150,22 @@ class DataPlane {
   std::vector<std::shared_ptr<Trainer>> trainers_;  // by trainer index
 
   std::atomic<uint64_t> applied_{0}, rejected_{0}, bytes_applied_{0},
-      rows_read_{0};
+      rows_read_{0}, steps_forced_{0};
+
+  // Sync mode: each block's applied step and the credits waiting for it.
+  struct HeldCredit {
+    std::shared_ptr<Trainer> trainer;
+    uint32_t slot = 0;
+    uint64_t step = 0;
+    size_t bytes = 0;
+  };
+  std::mutex step_mu_;
+  std::unordered_map<uint32_t, uint64_t> step_of_block_;        // guarded
+  std::unordered_map<uint32_t, std::vector<HeldCredit>> held_;  // guarded
+  std::mutex watch_mu_;
+  std::condition_variable watch_cv_;
+  bool watch_stop_ = false;  // guarded by watch_mu_
+  std::thread watcher_;
   std::atomic<uint64_t> reject_logs_{0};
 };
 

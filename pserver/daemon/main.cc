@@ -29,6 +29,7 @@
 #include <unistd.h>
 
 #include <CLI/CLI.hpp>
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -74,6 +75,9 @@ struct Flags {
   int64_t lease_ttl_s = 5;
   int64_t init_grant_timeout_ms = 30000;
   std::string token_file;
+  std::string mode = "async";
+  uint32_t num_trainers = 0;
+  int64_t step_deadline_ms = 30000;
   fabps::rpc::RpcServerOptions rpc;  // the limits set by AddRpcServerFlags
   fabps::metrics::MetricsFlags metrics;
 };
@@ -108,6 +112,8 @@ int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
   co.num_pservers = f->num_pservers;
   if (f->index_given) co.index = f->index;
   co.ttl_seconds = f->lease_ttl_s;
+  co.mode.sync = f->mode == "sync";
+  co.mode.num_trainers = co.mode.sync ? f->num_trainers : 0;
   co.owner = std::string(host) + " pid " + std::to_string(::getpid());
   auto claimed =
       fabps::coord::PserverClaim::Claim(st, co, fabps::Deadline::Infinite(),
@@ -181,6 +187,7 @@ int Serve(Flags f, const std::string& token) {
   dpo.pserver_index = f.index;
   dpo.slots_per_trainer = f.slots;
   dpo.max_trainers = f.max_trainers;
+  dpo.step_deadline_ms = f.step_deadline_ms;
   auto dp = fabps::pserver::DataPlane::Create(dpo);
   if (!dp.ok()) {
     FABPS_LOG(ERROR) << "fabric: " << dp.status().ToString();
@@ -195,6 +202,14 @@ int Serve(Flags f, const std::string& token) {
   so.apply_threads = f.apply_threads;
   so.store_elects_initializer = !f.store.empty();
   so.init_grant_timeout_ms = f.init_grant_timeout_ms;
+  so.mode = f.mode == "sync" ? fabps::pserver::ApplyMode::kSync
+                             : fabps::pserver::ApplyMode::kAsync;
+  so.num_trainers = std::max<uint32_t>(f.num_trainers, 1);
+  if (f.mode == "sync") {
+    FABPS_LOG(INFO) << "sync mode: each step applies the sum of "
+                    << f.num_trainers << " trainers' gradients (step deadline "
+                    << f.step_deadline_ms << " ms)";
+  }
   auto service =
       std::make_shared<fabps::pserver::PServerService>(so, dp->get());
   fabps::Status rs = service->Recover();
@@ -321,6 +336,18 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(1, 256));
   app.add_option("--max-trainers", f.max_trainers, "trainers served at most")
       ->check(CLI::Range(1, 65535));
+  app.add_option("--mode", f.mode,
+                 "async: every gradient applied as it comes; sync: a step's "
+                 "gradients of all --num-trainers summed and applied once "
+                 "(docs/sync.md)")
+      ->check(CLI::IsMember({"async", "sync"}));
+  app.add_option("--num-trainers", f.num_trainers,
+                 "with --mode sync: trainers whose gradients make a step")
+      ->check(CLI::Range(1, 65535));
+  app.add_option("--step-deadline-ms", f.step_deadline_ms,
+                 "with --mode sync: a step waiting this long for a trainer "
+                 "is applied with the gradients that arrived")
+      ->check(CLI::Range(int64_t{1}, int64_t{86'400'000}));
   app.add_option("--init-grant-timeout-ms", f.init_grant_timeout_ms,
                  "without --store: pserver 0's init grant lapses when its "
                  "holder is quiet this long (trainer/init_election.h)")
@@ -354,6 +381,14 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "--job: %s\n", job.message().c_str());
       return 2;
     }
+  }
+  if (f.mode == "sync" && f.num_trainers == 0) {
+    std::fprintf(stderr, "--num-trainers: needed with --mode sync\n");
+    return 2;
+  }
+  if (f.mode != "sync" && f.num_trainers != 0) {
+    std::fprintf(stderr, "--num-trainers: only with --mode sync\n");
+    return 2;
   }
   if (f.index >= f.num_pservers) {
     std::fprintf(stderr, "--index: %u is not below --num-pservers %u\n",

@@ -63,7 +63,7 @@ PServerService::PServerService(ServiceOptions options, DataPlane* data_plane)
   }
 }
 
-PServerService::~PServerService() = default;
+PServerService::~PServerService() { data_plane_->DetachShard(); }
 
 std::string PServerService::InitConfigPath() const {
   return options_.checkpoint_dir + "/init-" + std::to_string(options_.index) +
@@ -90,6 +90,17 @@ Status PServerService::BuildShard(const ps::InitConfig& config,
   so.default_rule = spec.default_rule;
   so.rules = spec.rules;
   so.num_threads = options_.apply_threads;
+  so.mode = options_.mode;
+  so.num_trainers = options_.num_trainers;
+  if (so.mode == ApplyMode::kSync) {
+    // A trainer waits for its push of step s (applied) before it pulls and
+    // pushes s + 1: one step ahead is all a correct trainer ever sends.
+    so.max_steps_ahead = 1;
+    DataPlane* dp = data_plane_;
+    so.on_step = [dp](uint32_t block, uint64_t step) {
+      dp->OnStepApplied(block, step);
+    };
+  }
   FABPS_ASSIGN_OR_RETURN(*out, Shard::Create(std::move(spec.layout), so));
   return Status::OK();
 }
@@ -254,6 +265,9 @@ void PServerService::RegisterTrainer(ps::Registration& out,
   out.num_slots = static_cast<int32_t>(reg->num_slots);
   out.slot_bytes = static_cast<int64_t>(reg->slot_bytes);
   out.pserver_index = static_cast<int32_t>(options_.index);
+  out.mode = static_cast<int32_t>(options_.mode);
+  out.num_trainers = static_cast<int32_t>(options_.num_trainers);
+  out.sync_step = static_cast<int64_t>(shard_->MaxStep());
   for (uint32_t b : shard_->block_ids()) {
     auto r = shard_->ValueRegion(b);
     if (!r.ok()) continue;
@@ -294,8 +308,12 @@ void PServerService::GetStatus(ps::PsStatus& out) {
     out.last_checkpoint = last_checkpoint_;
     out.last_checkpoint_unix_ms = last_checkpoint_ms_;
   }
-  if (initialized_)
+  out.mode = static_cast<int32_t>(options_.mode);
+  out.sync_steps_forced = static_cast<int64_t>(st.steps_forced);
+  if (initialized_) {
     out.num_blocks = static_cast<int64_t>(shard_->block_ids().size());
+    out.sync_step = static_cast<int64_t>(shard_->MaxStep());
+  }
 }
 
 }  // namespace fabps::pserver

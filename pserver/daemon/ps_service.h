@@ -45,6 +45,9 @@ struct ServiceOptions {
   // True with a coordination store: the store elects the initializer and
   // no pserver's grant is exclusive.
   bool store_elects_initializer = false;
+  // fabps-pserver --mode and --num-trainers (docs/sync.md).
+  ApplyMode mode = ApplyMode::kAsync;
+  uint32_t num_trainers = 1;
 };
 
 class PServerService : public rpc::pserver::PServerIf {

@@ -205,7 +205,7 @@ class PServerClient:
 
     # --- data path ---------------------------------------------------------
 
-    def _start(self, named, timeout, pull):
+    def _start(self, named, timeout, pull, step=None):
         pairs = _pairs(named)
         items = []
         transient = []
@@ -217,11 +217,22 @@ class PServerClient:
                 transient.append(rng)
         timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
         return Handle(self._c.start(items, (pairs, items), transient, timeout,
-                                    pull))
+                                    pull, step))
 
-    def push(self, named_grads, timeout=None):
-        """Starts pushing gradients; returns a Handle (wait() = applied)."""
-        return self._start(named_grads, timeout, False)
+    def push(self, named_grads, timeout=None, step=None):
+        """Starts pushing gradients; returns a Handle (wait() = applied).
+
+        With pservers in sync mode (fabps-pserver --mode sync, docs/sync.md)
+        `step` is required: the pservers sum the gradients of all trainers
+        for that step and apply the sum once; wait() returns when the step is
+        applied, so a pull after it sees exactly that update."""
+        return self._start(named_grads, timeout, False, step)
+
+    def sync_step(self, timeout=None):
+        """Sync mode: the step to push next when (re)joining a job (the
+        largest step of any block on any pserver)."""
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        return self._c.sync_step(timeout)
 
     def pull_async(self, named, timeout=None):
         """Starts reading the parameters into the buffers; returns a Handle

@@ -90,12 +90,15 @@ class Client : public std::enable_shared_from_this<Client> {
 
   std::shared_ptr<Transfer> Start(const py::sequence& items, py::object keep,
                                   std::vector<Range> transient, double timeout,
-                                  bool pull) {
+                                  bool pull, std::optional<int64_t> step) {
     CheckOpen();
     Prune();
     Deadline deadline = DeadlineIn(timeout, pull ? "pull" : "push");
     EnsureShapes(deadline);
     std::vector<ParamBuffer> buffers = CheckBuffers(items, shapes_, pull);
+    if (step && (pull || *step < 0))
+      ThrowStatus(Status::InvalidArgument(pull ? "a pull takes no step"
+                                               : "step must be >= 0"));
     auto t = std::make_shared<Transfer>();
     t->keep = std::move(keep);
     t->transient = std::move(transient);
@@ -103,9 +106,11 @@ class Client : public std::enable_shared_from_this<Client> {
     auto started = t->started;
     t->start =
         thread_->Submit(Wrap<int>([buffers = std::move(buffers), deadline, pull,
-                                   started](PServerClient* c) {
-          auto r = pull ? c->GetParamsAsync(buffers, deadline)
-                        : c->SendGrads(buffers, deadline);
+                                   step, started](PServerClient* c) {
+          auto r = pull   ? c->GetParamsAsync(buffers, deadline)
+                   : step ? c->SendGrads(buffers, static_cast<uint64_t>(*step),
+                                         deadline)
+                          : c->SendGrads(buffers, deadline);
           if (r.ok()) {
             started->handle = *r;
           } else {
@@ -159,6 +164,13 @@ class Client : public std::enable_shared_from_this<Client> {
            (t->start->done() &&
             (!t->started->status.ok() ||
              PServerClient::Finished(t->started->handle, kPast)));
+  }
+
+  int64_t SyncStep(double timeout) {
+    CheckOpen();
+    Deadline d = DeadlineIn(timeout, "sync_step");
+    return static_cast<int64_t>(ValueOrThrow(Run<Result<uint64_t>>(
+        [d](PServerClient* c) { return c->SyncStep(d); })));
   }
 
   void SaveModel(const std::string& dir, double timeout) {
@@ -386,14 +398,16 @@ void DefinePServerClient(py::module_& m) {
       .def(
           "start",
           [](Client& c, const py::sequence& items, py::object keep,
-             std::vector<Range> transient, double timeout, bool pull) {
+             std::vector<Range> transient, double timeout, bool pull,
+             std::optional<int64_t> step) {
             auto t = c.Start(items, std::move(keep), std::move(transient),
-                             timeout, pull);
+                             timeout, pull, step);
             return std::make_shared<Handle>(
                 Handle{c.shared_from_this(), std::move(t)});
           },
           py::arg("items"), py::arg("keep"), py::arg("transient"),
-          py::arg("timeout"), py::arg("pull"))
+          py::arg("timeout"), py::arg("pull"), py::arg("step") = py::none())
+      .def("sync_step", &Client::SyncStep, py::arg("timeout"))
       .def("save_model", &Client::SaveModel, py::arg("dir"), py::arg("timeout"))
       .def("forget", &Client::Forget, py::arg("ptr"), py::arg("bytes"))
       .def("registration_stats", &Client::RegistrationStats)

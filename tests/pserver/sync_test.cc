@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <chrono>
+#include <mutex>
 #include <thread>
 
 #include "pserver/shard.h"
@@ -232,6 +234,88 @@ TEST(SyncMode, RestoreOpensItsStepForParkedGradients) {
   ASSERT_TRUE(shard->Apply(Dense(g, 3, 1), Soon()).ok());
   EXPECT_EQ(shard->UpdateCount(0).value(), 4u);
   EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(4, 8.0));
+}
+
+TEST(SyncMode, RefusesStepsTooFarAheadWhenBounded) {
+  ShardOptions o = SyncOptions(2);
+  o.max_steps_ahead = 1;
+  auto shard = OneParamShard(DType::kFloat64, {4}, o);
+  ASSERT_NE(shard, nullptr);
+  std::vector<double> g{1, 1, 1, 1};
+  Status far = shard->Apply(Dense(g, 2, 0), Soon());
+  EXPECT_EQ(far.code(), Status::Code::kInvalidArgument) << far.ToString();
+  EXPECT_NE(far.message().find("too far ahead"), std::string::npos);
+  std::atomic<int> calls{0};
+  Status async_far;
+  ASSERT_TRUE(shard
+                  ->ApplyAsync(Dense(g, 7, 1),
+                               [&](const Status& st) {
+                                 async_far = st;
+                                 calls++;
+                               })
+                  .ok());
+  ASSERT_TRUE(shard->WaitIdle(Soon()).ok());
+  EXPECT_EQ(calls.load(), 1);
+  EXPECT_EQ(async_far.code(), Status::Code::kInvalidArgument);
+  EXPECT_EQ(shard->UpdateCount(0).value(), 0u);
+}
+
+TEST(SyncMode, ForceOverdueStepsAppliesWhatArrivedAndCallsOnStep) {
+  ShardOptions o = SyncOptions(3);
+  std::vector<std::pair<uint32_t, uint64_t>> steps;
+  std::mutex mu;
+  o.on_step = [&](uint32_t block, uint64_t step) {
+    std::lock_guard<std::mutex> l(mu);
+    steps.push_back({block, step});
+  };
+  auto shard = OneParamShard(DType::kFloat64, {4}, o);
+  ASSERT_NE(shard, nullptr);
+  std::vector<double> g0{1, 2, 3, 4}, g2{10, 20, 30, 40};
+  ASSERT_TRUE(shard->Apply(Dense(g0, 0, 0), Soon()).ok());
+  ASSERT_TRUE(shard->Apply(Dense(g2, 0, 2), Soon()).ok());
+  // Not overdue yet.
+  EXPECT_TRUE(shard->ForceOverdueSteps(std::chrono::hours(1)).empty());
+  auto forced = shard->ForceOverdueSteps(std::chrono::milliseconds(0));
+  ASSERT_EQ(forced.size(), 1u);
+  EXPECT_EQ(forced[0].block, 0u);
+  EXPECT_EQ(forced[0].step, 0u);
+  EXPECT_EQ(forced[0].missing, std::vector<uint32_t>{1});
+  EXPECT_EQ(ValuesOf(*shard, 0), (std::vector<double>{-11, -22, -33, -44}));
+  EXPECT_EQ(shard->UpdateCount(0).value(), 1u);
+  {
+    std::lock_guard<std::mutex> l(mu);
+    ASSERT_FALSE(steps.empty());
+    EXPECT_EQ(steps.back(), (std::pair<uint32_t, uint64_t>{0, 1}));
+  }
+  // Nothing waits: nothing to force.
+  EXPECT_TRUE(shard->ForceOverdueSteps(std::chrono::milliseconds(0)).empty());
+  // Step 1 then takes all three again.
+  for (uint32_t t = 0; t < 3; ++t)
+    ASSERT_TRUE(shard->Apply(Dense(g0, 1, t), Soon()).ok());
+  EXPECT_EQ(ValuesOf(*shard, 0), (std::vector<double>{-14, -28, -42, -56}));
+  EXPECT_EQ(shard->MaxStep(), 2u);
+}
+
+TEST(SyncMode, ForcedEmptyStepLetsAParkedLaterStepIn) {
+  auto shard = OneParamShard(DType::kFloat64, {4}, SyncOptions(2));
+  ASSERT_NE(shard, nullptr);
+  std::vector<double> g{1, 1, 1, 1};
+  Status parked_status = Status::Unavailable("not called");
+  ASSERT_TRUE(shard
+                  ->ApplyAsync(Dense(g, 1, 0),
+                               [&](const Status& st) { parked_status = st; })
+                  .ok());
+  // The first call notes the wait, the next one (deadline 0) forces it.
+  for (int i = 0; i < 1000 && shard->UpdateCount(0).value() == 0; i++) {
+    shard->ForceOverdueSteps(std::chrono::milliseconds(0));
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  }
+  ASSERT_EQ(shard->UpdateCount(0).value(), 1u);
+  ASSERT_TRUE(shard->WaitIdle(Soon()).ok());
+  EXPECT_TRUE(parked_status.ok()) << parked_status.ToString();
+  EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(4, 0.0));
+  ASSERT_TRUE(shard->Apply(Dense(g, 1, 1), Soon()).ok());
+  EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(4, -2.0));
 }
 
 }  // namespace

@@ -76,6 +76,22 @@ TEST(JobKeysTest, PsCountIsADecimalInRange) {
   }
 }
 
+TEST(JobKeysTest, PsModeIsAsyncOrSyncWithATrainerCount) {
+  EXPECT_EQ(FormatPsMode({}), "async");
+  EXPECT_EQ(FormatPsMode({true, 4}), "sync 4");
+  EXPECT_FALSE(ParsePsMode("async")->sync);
+  auto m = ParsePsMode("sync 65535");
+  ASSERT_TRUE(m.ok());
+  EXPECT_TRUE(m->sync);
+  EXPECT_EQ(m->num_trainers, 65535u);
+  for (const std::string& v : std::vector<std::string>{
+           "", "sync", "sync ", "sync 0", "sync 01", "sync 65536", "sync -1",
+           "Sync 2", "async ", "sync 2 ", "sync  2", "asyncx"}) {
+    EXPECT_EQ(ParsePsMode(v).status().code(), Code::kCorruption)
+        << "'" << v << "'";
+  }
+}
+
 TEST(CheckpointRecordTest, RoundTrips) {
   CheckpointRecord with_file{"/data/ckpt/ps-1",
                              "shard-1-00000000000000000007.ckpt", 0x00c0ffee,

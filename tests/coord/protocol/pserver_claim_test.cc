@@ -86,6 +86,28 @@ TEST_P(PserverClaimTest, TheJobsCountMustMatch) {
       Code::kInvalidArgument);
 }
 
+TEST_P(PserverClaimTest, TheJobsModeMustMatch) {
+  PserverClaimOptions sync2 = Opts(2, "a");
+  sync2.mode = {true, 2};
+  auto a = PserverClaim::Claim(store_.get(), sync2, D());
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  auto v = store_->Get(keys::kPsMode, D());
+  ASSERT_TRUE(v.ok());
+  EXPECT_EQ(v->value, "sync 2");
+  for (keys::PsMode other : {keys::PsMode{}, keys::PsMode{true, 3}}) {
+    PserverClaimOptions o = Opts(2, "b");
+    o.mode = other;
+    auto b = PserverClaim::Claim(store_.get(), o, D());
+    EXPECT_EQ(b.status().code(), Code::kFailedPrecondition);
+    EXPECT_NE(b.status().message().find("ps/mode 'sync 2'"), std::string::npos)
+        << b.status().ToString();
+  }
+  sync2.owner = "b";
+  auto b = PserverClaim::Claim(store_.get(), sync2, D());
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  EXPECT_NE((*a)->index(), (*b)->index());
+}
+
 // The owner dies (its process, here its Store, goes away without a word):
 // its address vanishes with its lease, and a replacement takes the index.
 TEST_P(PserverClaimTest, ADeadOwnersIndexIsTakenOver) {
