@@ -230,6 +230,7 @@ class CtrTrainer {
 
   // The test AUC and mean logistic loss of the current model.
   Status Evaluate(JsonLine* line) {
+    auto eval_start = SteadyClock::now();
     auto deadline = Deadline::InMs(config_.timeout_ms);
     FABPS_RETURN_IF_ERROR(ps_->GetParams(param_buffers_, deadline)
                               .WithContext("pulling the MLP"));
@@ -265,7 +266,8 @@ class CtrTrainer {
       }
     }
     line->Add("test_auc", fabps::ctr::Auc(scores, test_.labels))
-        .Add("test_loss", loss / static_cast<double>(n));
+        .Add("test_loss", loss / static_cast<double>(n))
+        .Add("eval_seconds", Seconds(SteadyClock::now() - eval_start));
     return Status::OK();
   }
 

@@ -11,7 +11,7 @@
 // Output: JSON lines (examples/fashion_mnist/metrics_log.h) on stdout and
 // in --metrics-file: "progress" lines (samples_per_sec, loss) and one
 // "pass" line per pass; the evaluator's carries test_auc and test_loss, on
-// every test impression.
+// every test impression, and eval_seconds (part of the pass's seconds).
 #ifndef FABPS_EXAMPLES_CTR_TRAINER_H_
 #define FABPS_EXAMPLES_CTR_TRAINER_H_
 

@@ -54,8 +54,8 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
       ->delimiter(',')
       ->required();
   app.add_option("--test-data", c->test_data,
-                 "test shards (directory or glob) for the test AUC (default: "
-                 "none)");
+                 "test shards (directory or glob) for the test AUC, computed "
+                 "by trainer 0 (default: none)");
   app.add_option("--passes", c->passes, "passes over the training data")
       ->check(CLI::Range(1, 10'000));
   app.add_option("--batch", c->batch, "impressions per mini-batch")
@@ -82,9 +82,9 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
                  "table's blocks are whole rows)")
       ->check(CLI::Range(uint64_t{16}, uint64_t{1} << 28));
   app.add_option("--store", c->store,
-                 "coordination store (local:/dir or etcd:http://h:p); the "
-                 "first trainer with --test-data to claim eval/trainer "
-                 "evaluates");
+                 "coordination store (local:/dir or etcd:http://h:p) where "
+                 "the master and the pservers are found (default: none: "
+                 "--master and --pservers given)");
   app.add_option("--job", c->job, "job name in --store");
   app.add_option("--metrics-file", c->metrics_file,
                  "append JSON lines (progress, pass) here (default: none)");

@@ -28,7 +28,11 @@ struct CtrTrainerConfig {
   trainer::UpdateRuleConfig emb_rule;  // of "emb"
   trainer::UpdateRuleConfig mlp_rule;  // of fc1.*, fc2.*
   uint64_t seed = 1;
-  uint64_t block_elements = uint64_t{1} << 20;
+  // 2^22 elements: 2^18 table rows per block, so a 2^22-row table is 16
+  // blocks, 8 per pserver of two, and a step's rows pull and push fit the
+  // 8 landing slots a trainer has on each pserver in one round (2^20: 4
+  // rounds, 3-4x fewer samples/s; examples/ctr/README.md).
+  uint64_t block_elements = uint64_t{1} << 22;
   std::string store;
   std::string job = "default";
   std::string metrics_file;

@@ -44,7 +44,10 @@ Status WriteSplit(const Flags& f, const PlantedModel& model,
                   uint64_t stream, SplitStats* stats) {
   std::string dir = f.output_dir + "/" + split;
   std::filesystem::create_directories(dir);
+  // Small chunks: a chunk is the master's unit of work, and 256 KiB are
+  // about 4000 impressions, a few seconds of one trainer.
   recordio::WriterOptions wopts;
+  wopts.max_chunk_bytes = 256 << 10;
   FABPS_ASSIGN_OR_RETURN(
       auto out, ShardedWriter::Create(dir, "ctr-" + split, shards, wopts));
   std::mt19937_64 rng(f.model.seed * 0x100000001b3ULL + stream);

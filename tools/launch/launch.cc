@@ -98,6 +98,8 @@ constexpr const char* kCppTrainer =
 constexpr const char* kTorchTrainer =
     "examples/fashion_mnist_torch/fabps-fashion-mnist-torch";
 constexpr const char* kCtrTrainer = "examples/ctr/fabps-ctr-trainer";
+// --model ctr's default --save-period, seconds.
+constexpr int kCtrSavePeriod = 120;
 
 // Per-trainer state read from its metrics file.
 struct TrainerView {
@@ -620,8 +622,8 @@ int Launcher::Finish(bool ok, const std::string& why) {
                   r.seconds);
     }
   }
-  if (f_.Ctr() && !std::isnan(planted_auc_)) {
-    double last = passes_.empty() ? NAN : passes_.rbegin()->second.accuracy;
+  if (f_.Ctr() && !std::isnan(planted_auc_) && !passes_.empty()) {
+    double last = passes_.rbegin()->second.accuracy;
     std::printf(
         "planted model's test AUC: %.4f (last pass: %.4f = %.3f of it)\n",
         planted_auc_, last, last / planted_auc_);
@@ -804,7 +806,7 @@ int main(int argc, char** argv) {
                  "ms before the master hands a pending task out again")
       ->check(CLI::Range(100, 3600000));
   app.add_option("--save-period", f.save_period,
-                 "seconds between pserver checkpoints")
+                 "seconds between pserver checkpoints (--model ctr: 120)")
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
@@ -813,6 +815,7 @@ int main(int argc, char** argv) {
                  "fabps Python package)")
       ->check(CLI::IsMember({"cpp", "torch"}));
   auto* job = app.get_option("--job");
+  auto* save_period = app.get_option("--save-period");
   app.add_option("--model", f.model,
                  "fashion-mnist (an MLP) or ctr (examples/ctr: hashed "
                  "features, embedding table moved by rows)")
@@ -842,6 +845,9 @@ int main(int argc, char** argv) {
       return 2;
     }
     if (job->count() == 0) f.job = "ctr";
+    // A checkpoint of a 256 MiB table takes seconds: not every 10 s.
+    if (save_period->count() == 0)
+      f.save_period = fabps::launch::kCtrSavePeriod;
   }
   if (f.run_dir.empty()) f.run_dir = "runs/" + fabps::launch::Now();
   f.run_dir = fs::absolute(f.run_dir).string();
