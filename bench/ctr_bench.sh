@@ -8,7 +8,8 @@
 # the planted model's. Async only: the job has no sync mode yet (add
 # `--mode sync` runs beside these once fabps-launch has it).
 # Usage: bench/ctr_bench.sh [BUILD_DIR] [PROVIDER ...]
-# Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE_ROWS (4194304)
+# Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE_ROWS
+# (4194304), KEEP_DIR (keep the runs' directories there; default: removed)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -23,8 +24,13 @@ launch="$build/tools/launch/fabps-launch"
 for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/tools/fabps-ctr-gen"; do
   [ -x "$b" ] || { echo "build first: $b missing" >&2; exit 1; }
 done
-out="$(mktemp -d)"
-trap 'rm -rf "$out"' EXIT
+if [ -n "${KEEP_DIR:-}" ]; then  # keep every run's directory there
+  out="$KEEP_DIR"
+  mkdir -p "$out"
+else
+  out="$(mktemp -d)"
+  trap 'rm -rf "$out"' EXIT
+fi
 
 # "samples_per_sec auc planted" of the run in directory $1.
 summarize() {
@@ -54,7 +60,7 @@ for prov in "${providers[@]}"; do
   rates=()
   aucs=""
   for i in $(seq "$repeat"); do
-    d="$out/$i"
+    d="$out/${prov//[^a-z]/_}-$i"
     rm -rf "$d"
     mkdir -p "$d"
     timeout 1800 "$launch" --model ctr --provider "$prov" --pservers 2 \
