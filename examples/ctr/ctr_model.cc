@@ -15,12 +15,13 @@ ConstMap Tensor(const CtrMlpParams& p, int i, int rows, int cols) {
   return ConstMap(p.tensors[i].values.data(), rows, cols);
 }
 
-// log(1 + exp(z)) without overflow.
-float Softplus(float z) {
-  return z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z));
-}
-
 }  // namespace
+
+double LogisticLoss(double z, int y) {
+  // log(1 + exp(z)) - y * z
+  return (z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z))) -
+         y * z;
+}
 
 CtrMlpParams::CtrMlpParams(int fields, int hidden_units)
     : inputs(fields * kEmbeddingDim), hidden(hidden_units) {
@@ -77,7 +78,7 @@ float CtrMlp::LossAndGradients(const CtrMlpParams& p, const Matrix& x,
   double loss = 0;
   for (Eigen::Index i = 0; i < b; i++) {
     float y = static_cast<float>(labels[i]);
-    loss += Softplus(z[i]) - y * z[i];
+    loss += LogisticLoss(z[i], labels[i]);
     dz(i) = (1.0f / (1.0f + std::exp(-z[i])) - y) * inv_b;
   }
   Map(grads->tensors[2].values.data(), p.hidden, 1) = h_.transpose() * dz;

@@ -48,6 +48,9 @@ void InitCtrMlp(uint64_t seed, CtrMlpParams* p);
 // Uniform in [-scale, scale] from `seed` into `n` floats.
 void InitEmbedding(uint64_t seed, float scale, float* values, size_t n);
 
+// The logistic loss of logit z against label y (0/1), without overflow.
+double LogisticLoss(double z, int y);
+
 class CtrMlp {
  public:
   // Logits of the rows of x [B, inputs] into *logits (size B).

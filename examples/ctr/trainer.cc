@@ -205,18 +205,12 @@ class CtrTrainer {
         .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
         .Add("bad_records", pass_bad_);
     if (evaluator_) {
+      // The client reconnects if a pserver restarted meanwhile.
       Status s = Evaluate(&line);
       for (int i = 0; i < kMaxFailedStepsInARow && !s.ok(); i++) {
         FABPS_LOG(WARNING) << "evaluation failed (" << s.ToString()
                            << "); retrying";
         std::this_thread::sleep_for(std::chrono::milliseconds(200));
-        line = JsonLine();
-        line.Add("event", "pass")
-            .Add("trainer", config_.trainer_id)
-            .Add("pass", pass)
-            .Add("samples", pass_samples_)
-            .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
-            .Add("bad_records", pass_bad_);
         s = Evaluate(&line);
       }
       FABPS_RETURN_IF_ERROR(s);
@@ -228,7 +222,8 @@ class CtrTrainer {
     return Status::OK();
   }
 
-  // The test AUC and mean logistic loss of the current model.
+  // The test AUC and mean logistic loss of the current model, added to
+  // *line only when every pull succeeded.
   Status Evaluate(JsonLine* line) {
     auto eval_start = SteadyClock::now();
     auto deadline = Deadline::InMs(config_.timeout_ms);
@@ -258,10 +253,7 @@ class CtrTrainer {
       }
       for (size_t i = 0; i < rows; i++) {
         double z = logits[i];
-        double y = test_.labels[start + i];
-        loss +=
-            (z > 0 ? z + std::log1p(std::exp(-z)) : std::log1p(std::exp(z))) -
-            y * z;
+        loss += LogisticLoss(z, test_.labels[start + i]);
         scores.push_back(z);
       }
     }
