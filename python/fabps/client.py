@@ -246,6 +246,52 @@ class PServerClient:
         h = self.pull_async(named, timeout)
         h.wait(max(0.0, timeout - (time.monotonic() - start)))
 
+    # --- rows of a table (a parameter of rank >= 2) -------------------------
+
+    def _rows(self, name, ids, values, timeout, pull):
+        if not isinstance(name, str):
+            raise InvalidArgument(f"parameter name {name!r} is not a str")
+        if isinstance(ids, (list, tuple, range)):
+            ids = np.asarray(ids, dtype=np.int64)
+        id_arr = _as_array(name, ids)
+        val_arr = _as_array(name, values)
+        transient = []
+        if pull:  # read by RMA into val_arr: registered, so tracked
+            rng = self._regs.track(val_arr)
+            if rng is not None:
+                transient.append(rng)
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        return Handle(self._c.start_rows(
+            name, id_arr, val_arr, (ids, values, id_arr, val_arr), transient,
+            timeout, pull))
+
+    def send_rows(self, name, ids, values, timeout=None):
+        """Starts pushing row gradients of table `name` (a parameter of
+        shape [rows, d1, ...]); returns a Handle (wait() = applied).
+
+        `ids`: int64 or uint64 row ids (any order, repeats summed; a list is
+        converted); `values`: the parameter's dtype, len(ids) * d1 * ...
+        elements (e.g. shape [len(ids), d1]), row k's for ids[k]. Each row
+        is updated by the parameter's rule as if the sum were its gradient,
+        no other row is touched. `values` is copied before this returns.
+        Bad dtypes or sizes: fabps.InvalidArgument naming the parameter; an
+        id outside [0, rows): fabps.InvalidArgument, nothing sent.
+        """
+        return self._rows(name, ids, values, timeout, False)
+
+    def get_rows_async(self, name, ids, out, timeout=None):
+        """Starts reading rows `ids` of table `name` into `out` (in place,
+        checked like send_rows' values, writable); returns a Handle (`out`
+        holds row ids[k] at position k when wait() returns)."""
+        return self._rows(name, ids, out, timeout, True)
+
+    def get_rows(self, name, ids, out, timeout=None):
+        """Reads rows `ids` of table `name` into `out` (see get_rows_async)."""
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        start = time.monotonic()
+        h = self.get_rows_async(name, ids, out, timeout)
+        h.wait(max(0.0, timeout - (time.monotonic() - start)))
+
     def save_model(self, path, timeout=None):
         """Every pserver checkpoints its shard into directory `path` (on the
         pservers' machines)."""

@@ -33,7 +33,8 @@ ParamShapes ShapesOf(const trainer::Layout& layout) {
   for (const auto& p : layout.params()) {
     uint64_t n = 1;
     for (uint64_t d : p.shape) n *= d;
-    out[p.name] = ParamShape{p.dtype, n};
+    uint64_t row = p.shape.size() >= 2 && p.shape[0] > 0 ? n / p.shape[0] : 0;
+    out[p.name] = ParamShape{p.dtype, n, row};
   }
   return out;
 }
@@ -51,6 +52,42 @@ trainer::DType DTypeOfArray(const std::string& name, const py::array& a) {
     if (Matches(a, t)) return t;
   Refuse(name, "a parameter is float32 or float64 (native byte order), not " +
                    Describe(a));
+}
+
+RowsBuffer CheckRows(const std::string& name, const py::array& ids,
+                     const py::array& values, const ParamShapes& shapes,
+                     bool writable) {
+  auto it = shapes.find(name);
+  if (it == shapes.end())
+    ThrowStatus(Status::NotFound("no parameter '" + name + "' in the job"));
+  const ParamShape& want = it->second;
+  if (want.row_elements == 0)
+    Refuse(name, "the parameter has rank 1: it has no rows (use push/pull)");
+  py::dtype d = ids.dtype();
+  if (d.byteorder() == '>' || (d.kind() != 'i' && d.kind() != 'u') ||
+      d.itemsize() != 8) {
+    Refuse(name, "row ids must be int64 or uint64 (native byte order), not " +
+                     Describe(ids));
+  }
+  if (!(ids.flags() & py::array::c_style))
+    Refuse(name, "the row ids are not contiguous");
+  CheckContiguous(name, values);
+  if (!Matches(values, want.dtype)) {
+    Refuse(name, std::string("the parameter is ") + DTypeName(want.dtype) +
+                     ", the values are a " + Describe(values));
+  }
+  uint64_t n = static_cast<uint64_t>(ids.size());
+  if (static_cast<uint64_t>(values.size()) != n * want.row_elements) {
+    Refuse(name, std::to_string(n) + " row ids of " +
+                     std::to_string(want.row_elements) + " elements need " +
+                     std::to_string(n * want.row_elements) +
+                     " values, the buffer has " +
+                     std::to_string(values.size()));
+  }
+  if (writable && !values.writeable()) Refuse(name, "the buffer is read-only");
+  return RowsBuffer{name, static_cast<const int64_t*>(ids.data()),
+                    static_cast<size_t>(n), const_cast<void*>(values.data()),
+                    static_cast<size_t>(values.nbytes())};
 }
 
 std::vector<trainer::ParamBuffer> CheckBuffers(const py::sequence& items,

@@ -28,6 +28,7 @@ namespace fabps::python {
 struct ParamShape {
   trainer::DType dtype = trainer::DType::kFloat32;
   uint64_t elements = 0;
+  uint64_t row_elements = 0;  // rank >= 2: d1 * d2 * ...; 0: no rows
 };
 using ParamShapes = std::map<std::string, ParamShape, std::less<>>;
 
@@ -38,6 +39,25 @@ ParamShapes ShapesOf(const trainer::Layout& layout);
 std::vector<trainer::ParamBuffer> CheckBuffers(const pybind11::sequence& items,
                                                const ParamShapes& shapes,
                                                bool writable);
+
+// The arguments of a rows push or pull (SendRows, GetRows) of `name`.
+struct RowsBuffer {
+  std::string name;
+  const int64_t* ids = nullptr;
+  size_t num_rows = 0;
+  void* values = nullptr;
+  size_t bytes = 0;
+};
+
+// Checks `ids` (C-contiguous int64 or uint64, any shape: its elements are
+// the row ids, in order) and `values` (C-contiguous, the parameter's
+// element type, ids.size * row elements of them in any shape; writable for
+// a pull) against parameter `name`, which must have rows (rank >= 2).
+// Throws like CheckBuffers, naming the parameter; row id ranges are checked
+// by the C++ client.
+RowsBuffer CheckRows(const std::string& name, const pybind11::array& ids,
+                     const pybind11::array& values, const ParamShapes& shapes,
+                     bool writable);
 
 // The element type of `a` as a parameter type; throws InvalidArgument
 // naming `name` when it has none (only float32 and float64 are parameters).

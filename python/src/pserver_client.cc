@@ -5,6 +5,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -99,18 +100,51 @@ class Client : public std::enable_shared_from_this<Client> {
     if (step && (pull || *step < 0))
       ThrowStatus(Status::InvalidArgument(pull ? "a pull takes no step"
                                                : "step must be >= 0"));
+    return StartWith(
+        [buffers = std::move(buffers), deadline, pull, step](PServerClient* c) {
+          return pull   ? c->GetParamsAsync(buffers, deadline)
+                 : step ? c->SendGrads(buffers, static_cast<uint64_t>(*step),
+                                       deadline)
+                        : c->SendGrads(buffers, deadline);
+        },
+        std::move(keep), std::move(transient));
+  }
+
+  // A rows push (SendRows) or pull (GetRows) of `name`.
+  std::shared_ptr<Transfer> StartRows(const std::string& name,
+                                      const py::array& ids,
+                                      const py::array& values, py::object keep,
+                                      std::vector<Range> transient,
+                                      double timeout, bool pull) {
+    CheckOpen();
+    Prune();
+    Deadline deadline = DeadlineIn(timeout, pull ? "get_rows" : "send_rows");
+    EnsureShapes(deadline);
+    RowsBuffer b = CheckRows(name, ids, values, shapes_, pull);
+    return StartWith(
+        [b, deadline, pull](PServerClient* c) {
+          return pull ? c->GetRows(b.name, b.ids, b.num_rows, b.values, b.bytes,
+                                   deadline)
+                      : c->SendRows(b.name, b.ids, b.num_rows, b.values,
+                                    b.bytes, deadline);
+        },
+        std::move(keep), std::move(transient));
+  }
+
+  // Starts a transfer by `start` on the CallThread and waits (Ctrl-C
+  // aware) until it started; raises its error.
+  std::shared_ptr<Transfer> StartWith(
+      std::function<Result<std::shared_ptr<TransferHandle>>(PServerClient*)>
+          start,
+      py::object keep, std::vector<Range> transient) {
     auto t = std::make_shared<Transfer>();
     t->keep = std::move(keep);
     t->transient = std::move(transient);
     t->failed_at_start = successful_starts_;
     auto started = t->started;
-    t->start =
-        thread_->Submit(Wrap<int>([buffers = std::move(buffers), deadline, pull,
-                                   step, started](PServerClient* c) {
-          auto r = pull   ? c->GetParamsAsync(buffers, deadline)
-                   : step ? c->SendGrads(buffers, static_cast<uint64_t>(*step),
-                                         deadline)
-                          : c->SendGrads(buffers, deadline);
+    t->start = thread_->Submit(
+        Wrap<int>([start = std::move(start), started](PServerClient* c) {
+          auto r = start(c);
           if (r.ok()) {
             started->handle = *r;
           } else {
@@ -408,6 +442,18 @@ void DefinePServerClient(py::module_& m) {
           py::arg("items"), py::arg("keep"), py::arg("transient"),
           py::arg("timeout"), py::arg("pull"), py::arg("step") = py::none())
       .def("sync_step", &Client::SyncStep, py::arg("timeout"))
+      .def(
+          "start_rows",
+          [](Client& c, const std::string& name, const py::array& ids,
+             const py::array& values, py::object keep,
+             std::vector<Range> transient, double timeout, bool pull) {
+            auto t = c.StartRows(name, ids, values, std::move(keep),
+                                 std::move(transient), timeout, pull);
+            return std::make_shared<Handle>(
+                Handle{c.shared_from_this(), std::move(t)});
+          },
+          py::arg("name"), py::arg("ids"), py::arg("values"), py::arg("keep"),
+          py::arg("transient"), py::arg("timeout"), py::arg("pull"))
       .def("save_model", &Client::SaveModel, py::arg("dir"), py::arg("timeout"))
       .def("forget", &Client::Forget, py::arg("ptr"), py::arg("bytes"))
       .def("registration_stats", &Client::RegistrationStats)

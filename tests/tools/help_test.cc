@@ -67,7 +67,10 @@ std::vector<std::string> Binaries() {
                                 "tools/launch/fabps-launch",
                                 "tools/fabps-doctor",
                                 "tools/fabps-convert-fashion-mnist",
-                                "tools/fabps-convert-records"};
+                                "tools/fabps-convert-records",
+                                "tools/fabps-ctr-gen",
+                                "examples/ctr/fabps-ctr-trainer",
+                                "tools/status/fabps-status"};
 #ifdef FABPS_HELP_TEST_BENCHES
   for (const char* bench :
        {"bench/master/fabps_master_bench", "bench/trainer/fabps_pushpull_bench",

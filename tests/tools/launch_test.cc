@@ -3,12 +3,15 @@
 // leaves no process behind; and again with a pserver killed and restarted
 // mid-run, and on etcd with the leading master killed (its standby takes
 // over); and the same with the PyTorch trainer (--trainer torch): three
-// passes reach 0.85 test accuracy, and a pserver killed mid-run.
+// passes reach 0.85 test accuracy, and a pserver killed mid-run; and the
+// CTR model (--model ctr, a small table): within 0.97 of the planted
+// model's test AUC.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <cmath>
 #include <cstdlib>
 #include <deque>
 #include <fstream>
@@ -232,6 +235,33 @@ TEST(Launch, TorchTrainersSurviveAPserverKilledAndRestarted) {
   EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
       << out;
   EXPECT_GT(AccuracyOfPass1(out), 0.5) << out;
+  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+      << "processes left behind";
+}
+
+// --model ctr on a 2^18-row table and 200000 generated impressions: two
+// passes, each with its test AUC, the last within 0.97 of the planted
+// model's AUC on the same test records.
+TEST(Launch, CtrModelComesWithin97PercentOfThePlantedAuc) {
+  TempDir dir;
+  int code = -1;
+  std::string out = RunLauncher(
+      dir,
+      {"--model", "ctr", "--table-rows", "262144", "--ctr-records", "200000"},
+      &code, /*passes=*/2);
+  ASSERT_EQ(code, 0) << out;
+  EXPECT_NE(out.find("test AUC"), std::string::npos) << out;
+  std::regex pass_line(R"(\npass 2/2 \[#{20}\] .* \| auc 0\.[0-9]{4}\n)");
+  EXPECT_TRUE(std::regex_search(out, pass_line)) << out;
+  double first = AccuracyOfPass(out, 1), last = AccuracyOfPass(out, 2);
+  EXPECT_GT(first, 0.5) << out;
+  std::smatch m;
+  std::regex planted(R"(planted model's test AUC: ([0-9.]+) \(last pass: )"
+                     R"(([0-9.]+) = )");
+  ASSERT_TRUE(std::regex_search(out, m, planted)) << out;
+  double planted_auc = std::stod(m[1]);
+  EXPECT_GT(planted_auc, 0.8) << out;
+  EXPECT_GE(last, 0.97 * planted_auc) << out;
   EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
       << "processes left behind";
 }

@@ -1,8 +1,12 @@
 // fabps-launch: runs a whole local fabps job from one command.
 //
-// It converts Fashion-MNIST (once, into --data-dir), starts a master and a
+// It converts Fashion-MNIST (once, into --data-dir) or, with --model ctr,
+// generates synthetic CTR impressions from a planted model (tools/ctr_gen,
+// once per --ctr-records), starts a master and a
 // standby master, --pservers pservers and --trainers trainers of the
-// Fashion-MNIST example, all finding each other through the store,
+// Fashion-MNIST example (or examples/ctr: an embedding table of
+// --table-rows rows moved by rows, test AUC per pass against the planted
+// model's), all finding each other through the store,
 // on the embedded local store by default (or etcd: --etcd ENDPOINTS, or
 // --start-etcd to run one), shows live progress (one line per pass:
 // tools/launch/progress_display.h), and prints a summary at the
@@ -80,6 +84,12 @@ struct Flags {
   int task_timeout_ms = 10000;
   uint64_t seed = 1;
   std::string trainer = "cpp";  // cpp, torch (examples/fashion_mnist_torch)
+  std::string model = "fashion-mnist";      // fashion-mnist, ctr
+  uint64_t table_rows = uint64_t{1} << 22;  // --model ctr
+  int64_t ctr_records = 1'000'000;          // --model ctr: training records
+  // Given on the command line (else each model's trainer has its defaults).
+  bool batch_given = false, rule_given = false, lr_given = false;
+  bool Ctr() const { return model == "ctr"; }
 };
 
 // The programs of --trainer, in the build tree; both take the same flags.
@@ -87,6 +97,9 @@ constexpr const char* kCppTrainer =
     "examples/fashion_mnist/fabps-fashion-mnist-trainer";
 constexpr const char* kTorchTrainer =
     "examples/fashion_mnist_torch/fabps-fashion-mnist-torch";
+constexpr const char* kCtrTrainer = "examples/ctr/fabps-ctr-trainer";
+// --model ctr's default --save-period, seconds.
+constexpr int kCtrSavePeriod = 120;
 
 // Per-trainer state read from its metrics file.
 struct TrainerView {
@@ -169,11 +182,14 @@ class Launcher {
  public:
   explicit Launcher(Flags f)
       : f_(std::move(f)),
-        display_(f_.passes, StdoutIsATerminal(), TerminalColumns(), stdout) {}
+        display_(f_.passes, StdoutIsATerminal(), TerminalColumns(), stdout,
+                 f_.Ctr() ? "auc" : "acc") {}
   int Run();
 
  private:
   Status PrepareData();
+  Status PrepareCtrData();
+  std::vector<std::string> TrainerArgs(int t) const;
   Status StartEtcd();
   Status StartMaster();
   Status StartPservers();
@@ -189,6 +205,12 @@ class Launcher {
   }
   // Updates each block sees over the run: one per mini-batch of the 60000
   // training examples, whichever trainer sends it.
+  // Values per CTR field: about 100 training impressions per value on
+  // average (Zipf: the head far more, the tail a few), enough to come
+  // within 0.97 of the planted model's AUC (docs in examples/ctr/README.md).
+  int64_t CtrVocab() const {
+    return std::max<int64_t>(f_.ctr_records / 100, 100);
+  }
   uint64_t DecaySteps() const {
     return static_cast<uint64_t>(f_.passes) *
            ((60000 + f_.batch - 1) / f_.batch);
@@ -212,9 +234,11 @@ class Launcher {
   std::vector<std::string> kill_log_;
   std::mt19937 rng_{12345};
   trainer::MasterStatusSummary master_status_;
+  double planted_auc_ = NAN;  // --model ctr: the planted model's test AUC
 };
 
 Status Launcher::PrepareData() {
+  if (f_.Ctr()) return PrepareCtrData();
   std::string marker = f_.data_dir + "/.converted";
   if (fs::exists(marker)) return Status::OK();
   std::printf("converting Fashion-MNIST into %s ...\n", f_.data_dir.c_str());
@@ -243,6 +267,47 @@ Status Launcher::PrepareData() {
     }
   }
   return WriteFileAtomically(marker, "ok\n");
+}
+
+// The generator writes planted.json last: once it is there the data is
+// complete. One data directory per --ctr-records (the default --data-dir).
+Status Launcher::PrepareCtrData() {
+  std::string planted = f_.data_dir + "/planted.json";
+  if (!fs::exists(planted)) {
+    std::printf("generating %lld CTR impressions into %s ...\n",
+                static_cast<long long>(f_.ctr_records), f_.data_dir.c_str());
+    std::fflush(stdout);
+    fs::create_directories(f_.data_dir);
+    std::string log = f_.run_dir + "/ctr-gen.log";
+    int64_t test = std::max<int64_t>(f_.ctr_records / 10, 20000);
+    FABPS_RETURN_IF_ERROR(group_.Start(
+        "ctr-gen",
+        {Bin("tools/fabps-ctr-gen"), "--output-dir", f_.data_dir,
+         "--train-records", std::to_string(f_.ctr_records), "--test-records",
+         std::to_string(test), "--vocab", std::to_string(CtrVocab()),
+         "--train-shards", "8", "--test-shards", "2"},
+        log));
+    for (;;) {
+      group_.Reap();
+      Child* c = group_.Find("ctr-gen");
+      if (!c->running) {
+        if (!WIFEXITED(c->wait_status) || WEXITSTATUS(c->wait_status) != 0) {
+          return Status::IOError("generating the CTR data failed:\n" +
+                                 TailOfFile(log, 20));
+        }
+        break;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    }
+  }
+  FABPS_ASSIGN_OR_RETURN(std::string text, ReadWholeFile(planted, 4096));
+  auto j = nlohmann::json::parse(text, nullptr, false);
+  if (j.is_discarded() || !j.contains("planted_test_auc") ||
+      !j["planted_test_auc"].is_number()) {
+    return Status::InvalidArgument(planted + ": no planted_test_auc");
+  }
+  planted_auc_ = j["planted_test_auc"].get<double>();
+  return Status::OK();
 }
 
 Status Launcher::StartEtcd() {
@@ -331,6 +396,51 @@ Status Launcher::StartPservers() {
   return Status::OK();
 }
 
+// The command line of trainer `t` (the program first).
+std::vector<std::string> Launcher::TrainerArgs(int t) const {
+  std::vector<std::string> a = {
+      Bin(f_.Ctr() ? kCtrTrainer
+                   : (f_.trainer == "torch" ? kTorchTrainer : kCppTrainer)),
+      "--provider",
+      f_.provider,
+      "--trainer-id",
+      std::to_string(t),
+      "--dataset",
+      f_.data_dir + "/train/*",
+      "--test-data",
+      f_.data_dir + "/test/*",
+      "--passes",
+      std::to_string(f_.passes),
+      "--seed",
+      std::to_string(f_.seed),
+      "--store",
+      store_spec_,
+      "--job",
+      f_.job,
+      "--metrics-file",
+      f_.run_dir + "/trainer-" + std::to_string(t) + ".metrics",
+      "--timeout-ms",
+      "10000"};
+  auto add = [&a](const char* flag, const std::string& value) {
+    a.push_back(flag);
+    a.push_back(value);
+  };
+  if (f_.Ctr()) {
+    // The CTR trainer's own defaults unless given here.
+    add("--table-rows", std::to_string(f_.table_rows));
+    if (f_.batch_given) add("--batch", std::to_string(f_.batch));
+    if (f_.rule_given) add("--rule", f_.rule);
+    if (f_.lr_given) add("--lr", std::to_string(f_.lr));
+    return a;
+  }
+  add("--batch", std::to_string(f_.batch));
+  add("--rule", f_.rule);
+  add("--lr", std::to_string(f_.lr));
+  add("--lr-final", std::to_string(f_.lr_final));
+  add("--lr-decay-steps", std::to_string(DecaySteps()));
+  return a;
+}
+
 Status Launcher::StartTrainers() {
   views_.assign(f_.trainers, TrainerView{});
   // The torch trainer (a /usr/bin/python3 script) imports the build's fabps
@@ -338,41 +448,8 @@ Status Launcher::StartTrainers() {
   if (f_.trainer == "torch") ::setenv("PYTHONPATH", Bin("python").c_str(), 1);
   for (int t = 0; t < f_.trainers; t++) {
     std::string name = "trainer-" + std::to_string(t);
-    std::string metrics = f_.run_dir + "/" + name + ".metrics";
     FABPS_RETURN_IF_ERROR(
-        group_.Start(name,
-                     {Bin(f_.trainer == "torch" ? kTorchTrainer : kCppTrainer),
-                      "--provider",
-                      f_.provider,
-                      "--trainer-id",
-                      std::to_string(t),
-                      "--dataset",
-                      f_.data_dir + "/train/*",
-                      "--test-data",
-                      f_.data_dir + "/test/*",
-                      "--passes",
-                      std::to_string(f_.passes),
-                      "--batch",
-                      std::to_string(f_.batch),
-                      "--rule",
-                      f_.rule,
-                      "--lr",
-                      std::to_string(f_.lr),
-                      "--lr-final",
-                      std::to_string(f_.lr_final),
-                      "--lr-decay-steps",
-                      std::to_string(DecaySteps()),
-                      "--seed",
-                      std::to_string(f_.seed),
-                      "--store",
-                      store_spec_,
-                      "--job",
-                      f_.job,
-                      "--metrics-file",
-                      metrics,
-                      "--timeout-ms",
-                      "10000"},
-                     f_.run_dir + "/" + name + ".log"));
+        group_.Start(name, TrainerArgs(t), f_.run_dir + "/" + name + ".log"));
   }
   return Status::OK();
 }
@@ -399,8 +476,9 @@ void Launcher::ReadMetrics() {
       } else if (ev == "pass") {
         int p = j.value("pass", -1);
         PassResult& r = passes_[p];
-        if (j.contains("test_accuracy") && j["test_accuracy"].is_number()) {
-          r.accuracy = j["test_accuracy"].get<double>();
+        const char* metric = f_.Ctr() ? "test_auc" : "test_accuracy";
+        if (j.contains(metric) && j[metric].is_number()) {
+          r.accuracy = j[metric].get<double>();
           r.seconds = j.value("seconds", r.seconds);
           display_.SetAccuracy(p, r.accuracy);
         }
@@ -537,12 +615,18 @@ int Launcher::Finish(bool ok, const std::string& why) {
       f_.pservers, f_.trainers, store_spec_.c_str(),
       std::getenv("FABPS_TLS_CERT") != nullptr ? "TLS" : "TCP");
   if (!passes_.empty()) {
-    std::printf("%-6s %-10s %-14s %s\n", "pass", "loss", "test accuracy",
-                "seconds");
+    std::printf("%-6s %-10s %-14s %s\n", "pass", "loss",
+                f_.Ctr() ? "test AUC" : "test accuracy", "seconds");
     for (auto& [p, r] : passes_) {
       std::printf("%-6d %-10.4f %-14.4f %.1f\n", p + 1, r.loss, r.accuracy,
                   r.seconds);
     }
+  }
+  if (f_.Ctr() && !std::isnan(planted_auc_) && !passes_.empty()) {
+    double last = passes_.rbegin()->second.accuracy;
+    std::printf(
+        "planted model's test AUC: %.4f (last pass: %.4f = %.3f of it)\n",
+        planted_auc_, last, last / planted_auc_);
   }
   for (const auto& k : kill_log_)
     std::printf("fault injected: %s\n", k.c_str());
@@ -664,6 +748,8 @@ int main(int argc, char** argv) {
       "(examples/fashion_mnist_torch)\n"
       "  fabps-launch --tls                      control plane over mutual "
       "TLS\n"
+      "  fabps-launch --model ctr                CTR: 2^22 x 16 embedding "
+      "table moved by rows, AUC vs planted\n"
       "  fabps-launch --run-dir /tmp/job         logs, metrics, checkpoints "
       "there");
   app.add_option("--pservers", f.pservers, "parameter servers")
@@ -674,11 +760,18 @@ int main(int argc, char** argv) {
                  "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
   app.add_option("--passes", f.passes, "passes over the training set")
       ->check(CLI::Range(1, 1000));
-  app.add_option("--batch", f.batch, "mini-batch size")
-      ->check(CLI::Range(1, 65536));
-  app.add_option("--rule", f.rule, "update rule")
-      ->check(CLI::IsMember({"sgd", "momentum", "adam"}));
-  app.add_option("--lr", f.lr, "learning rate")->check(CLI::Range(1e-9, 10.0));
+  auto* batch =
+      app.add_option("--batch", f.batch,
+                     "mini-batch size (--model ctr: the CTR trainer's, 256)")
+          ->check(CLI::Range(1, 65536));
+  auto* rule =
+      app.add_option("--rule", f.rule,
+                     "update rule (--model ctr: adagrad, adam, sgd; "
+                     "default adagrad)")
+          ->check(CLI::IsMember({"sgd", "momentum", "adam", "adagrad"}));
+  auto* lr = app.add_option("--lr", f.lr,
+                            "learning rate (--model ctr: of the MLP, 0.02)")
+                 ->check(CLI::Range(1e-9, 10.0));
   app.add_option("--lr-final", f.lr_final,
                  "learning rate at the end (linear decay)")
       ->check(CLI::Range(0.0, 10.0));
@@ -687,7 +780,8 @@ int main(int argc, char** argv) {
       "where logs, metrics and checkpoints go (default: runs/<time>)");
   app.add_option(
       "--data-dir", f.data_dir,
-      "converted dataset cache (default: ~/.cache/fabps/fashion-mnist)");
+      "converted dataset cache (default: ~/.cache/fabps/fashion-mnist, "
+      "--model ctr: ~/.cache/fabps/ctr-<ctr-records>)");
   app.add_option("--bin-dir", f.bin_dir,
                  "build tree with the fabps binaries (default: this one's)");
   app.add_option(
@@ -712,7 +806,7 @@ int main(int argc, char** argv) {
                  "ms before the master hands a pending task out again")
       ->check(CLI::Range(100, 3600000));
   app.add_option("--save-period", f.save_period,
-                 "seconds between pserver checkpoints")
+                 "seconds between pserver checkpoints (--model ctr: 120)")
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
@@ -720,13 +814,48 @@ int main(int argc, char** argv) {
                  "trainer program: cpp (Eigen) or torch (PyTorch through the "
                  "fabps Python package)")
       ->check(CLI::IsMember({"cpp", "torch"}));
+  auto* job = app.get_option("--job");
+  auto* save_period = app.get_option("--save-period");
+  app.add_option("--model", f.model,
+                 "fashion-mnist (an MLP) or ctr (examples/ctr: hashed "
+                 "features, embedding table moved by rows)")
+      ->check(CLI::IsMember({"fashion-mnist", "ctr"}));
+  app.add_option("--table-rows", f.table_rows,
+                 "--model ctr: rows of the 16-float embedding table")
+      ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 28));
+  app.add_option("--ctr-records", f.ctr_records,
+                 "--model ctr: training impressions to generate (test: a "
+                 "tenth, at least 20000)")
+      ->check(CLI::Range(int64_t{1000}, int64_t{1} << 32));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
+  f.batch_given = batch->count() > 0;
+  f.rule_given = rule->count() > 0;
+  f.lr_given = lr->count() > 0;
+  if (f.Ctr()) {
+    if (f.trainer != "cpp") {
+      std::fprintf(stderr,
+                   "fabps-launch: --trainer: --model ctr has the cpp "
+                   "trainer only\n");
+      return 2;
+    }
+    if (f.rule_given && f.rule == "momentum") {
+      std::fprintf(stderr,
+                   "fabps-launch: --rule: --model ctr takes adagrad, "
+                   "adam or sgd\n");
+      return 2;
+    }
+    if (job->count() == 0) f.job = "ctr";
+    // A checkpoint of a 256 MiB table takes seconds: not every 10 s.
+    if (save_period->count() == 0)
+      f.save_period = fabps::launch::kCtrSavePeriod;
+  }
   if (f.run_dir.empty()) f.run_dir = "runs/" + fabps::launch::Now();
   f.run_dir = fs::absolute(f.run_dir).string();
   if (f.data_dir.empty()) {
     const char* home = std::getenv("HOME");
-    f.data_dir =
-        std::string(home ? home : "/tmp") + "/.cache/fabps/fashion-mnist";
+    f.data_dir = std::string(home ? home : "/tmp") + "/.cache/fabps/" +
+                 (f.Ctr() ? "ctr-" + std::to_string(f.ctr_records)
+                          : std::string("fashion-mnist"));
   }
   if (f.bin_dir.empty()) {
     f.bin_dir = fs::canonical("/proc/self/exe")

@@ -1,6 +1,7 @@
 #include "tools/launch/progress_display.h"
 
 #include <algorithm>
+#include <utility>
 
 namespace fabps::launch {
 namespace {
@@ -11,8 +12,9 @@ constexpr const char* kEraseLine = "\r\033[K";
 }  // namespace
 
 ProgressDisplay::ProgressDisplay(int passes, bool animated, size_t columns,
-                                 std::FILE* out)
+                                 std::FILE* out, std::string metric)
     : passes_(std::max(passes, 1)),
+      metric_(std::move(metric)),
       animated_(animated),
       columns_(columns),
       out_(out),
@@ -93,7 +95,7 @@ void ProgressDisplay::PrintFinal(int64_t pass, const char* ending) {
     char acc[32] = "n/a";
     if (!std::isnan(l.accuracy))
       std::snprintf(acc, sizeof(acc), "%.4f", l.accuracy);
-    line += std::string(" | acc ") + acc;
+    line += " | " + metric_ + " " + acc;
   }
   std::fprintf(out_, "%s%s%s\n", animated_ ? kEraseLine : "", line.c_str(),
                ending);

@@ -46,8 +46,10 @@ class ProgressDisplay {
   // `passes` >= 1. `animated` selects the terminal mode. `columns` (0: no
   // limit) truncates the line redrawn in place so that it never wraps,
   // which would break the redraw; final lines are never truncated. `out`
-  // must stay open while the display is used.
-  ProgressDisplay(int passes, bool animated, size_t columns, std::FILE* out);
+  // must stay open while the display is used. `metric` names the test
+  // metric a final line ends with ("acc", "auc").
+  ProgressDisplay(int passes, bool animated, size_t columns, std::FILE* out,
+                  std::string metric = "acc");
 
   // The latest sample; passes before sample.pass are over from now on.
   void Update(const ProgressSample& sample);
@@ -77,6 +79,7 @@ class ProgressDisplay {
   std::string Format(int64_t pass) const;
 
   const int passes_;
+  const std::string metric_;
   const bool animated_;
   const size_t columns_;
   std::FILE* const out_;

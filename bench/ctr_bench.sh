@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# CTR training samples/s: examples/ctr through `fabps-launch --model ctr`
+# (a 2^22 x 16 embedding table moved by SendRows/GetRows, an MLP by dense
+# push/pull) with 2 pservers x 2 trainers, per provider, REPEAT runs each,
+# and the median. Samples/s of a run: each trainer's training impressions
+# over its training time (pass seconds minus the evaluator's eval_seconds),
+# summed over the trainers. Also prints the last pass's test AUC against
+# the planted model's. Async only: the job has no sync mode yet (add
+# `--mode sync` runs beside these once fabps-launch has it).
+# Usage: bench/ctr_bench.sh [BUILD_DIR] [PROVIDER ...]
+# Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE_ROWS
+# (4194304), KEEP_DIR (keep the runs' directories there; default: removed)
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+build="${1:-$root/build}"
+shift || true
+providers=("$@")
+[ ${#providers[@]} -eq 0 ] && providers=("tcp;ofi_rxm" "shm")
+repeat="${REPEAT:-3}"
+passes="${PASSES:-2}"
+records="${RECORDS:-1000000}"
+rows="${TABLE_ROWS:-4194304}"
+launch="$build/tools/launch/fabps-launch"
+for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/tools/fabps-ctr-gen"; do
+  [ -x "$b" ] || { echo "build first: $b missing" >&2; exit 1; }
+done
+if [ -n "${KEEP_DIR:-}" ]; then  # keep every run's directory there
+  out="$KEEP_DIR"
+  mkdir -p "$out"
+else
+  out="$(mktemp -d)"
+  trap 'rm -rf "$out"' EXIT
+fi
+
+# "samples_per_sec auc planted" of the run in directory $1.
+summarize() {
+  /usr/bin/python3 - "$1" <<'PY'
+import glob, json, re, sys
+run = sys.argv[1]
+total, auc = 0.0, float("nan")
+for path in glob.glob(f"{run}/run/trainer-*.metrics"):
+    samples, secs = 0, 0.0
+    for line in open(path):
+        j = json.loads(line)
+        if j.get("event") != "pass":
+            continue
+        samples += j["samples"]
+        secs += j["seconds"] - (j.get("eval_seconds") or 0.0)
+        if j.get("test_auc") is not None:
+            auc = j["test_auc"]
+    total += samples / secs if secs > 0 else 0.0
+m = re.search(r"planted model's test AUC: ([0-9.]+)", open(f"{run}/out").read())
+print(f"{total:.0f} {auc:.4f} {m.group(1) if m else 'nan'}")
+PY
+}
+
+printf '| provider | mode | samples/s (%s runs) | median | last-pass test AUC / planted |\n' "$repeat"
+printf '|---|---|---|---|---|\n'
+for prov in "${providers[@]}"; do
+  rates=()
+  aucs=""
+  for i in $(seq "$repeat"); do
+    d="$out/${prov//[^a-z]/_}-$i"
+    rm -rf "$d"
+    mkdir -p "$d"
+    timeout 1800 "$launch" --model ctr --provider "$prov" --pservers 2 \
+      --trainers 2 --passes "$passes" --ctr-records "$records" \
+      --table-rows "$rows" --run-dir "$d/run" >"$d/out" 2>&1 || {
+      echo "run $i on $prov failed:" >&2; tail -20 "$d/out" >&2; exit 1; }
+    read -r rate auc planted < <(summarize "$d")
+    rates+=("$rate")
+    aucs="$auc / $planted"
+  done
+  median="$(printf '%s\n' "${rates[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+  printf '| %s | async | %s | **%s** | %s |\n' "$prov" "$(IFS=,; echo "${rates[*]}" | sed 's/,/, /g')" "$median" "$aucs"
+done

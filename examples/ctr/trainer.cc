@@ -1,0 +1,384 @@
+#include "examples/ctr/trainer.h"
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <memory>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/log.h"
+#include "examples/ctr/ctr_model.h"
+#include "examples/fashion_mnist/fashion_data.h"
+#include "examples/fashion_mnist/metrics_log.h"
+#include "recordio/reader.h"
+#include "recordio/scanner.h"
+#include "tools/ctr_gen/auc.h"
+#include "tools/ctr_gen/ctr_record.h"
+#include "trainer/master_client.h"
+#include "trainer/pserver_client.h"
+
+namespace fabps::examples::ctr {
+namespace {
+
+using fashion_mnist::JsonLine;
+using fashion_mnist::MetricsLog;
+
+// Scale of the table's initial values: small, so that the MLP starts near
+// a constant and every row learns from its own gradients.
+constexpr float kEmbeddingInitScale = 0.01f;
+
+double Seconds(SteadyClock::duration d) {
+  return std::chrono::duration<double>(d).count();
+}
+
+// Impressions as embedding rows: example i's field f is rows[i * F + f].
+struct Impressions {
+  std::vector<int64_t> rows;
+  std::vector<int> labels;
+  int64_t bad_records = 0;
+};
+
+// Parses `record` into the end of *out; false (nothing added) when bad.
+bool AddRecord(std::string_view record, int fields, uint64_t table_rows,
+               Impressions* out) {
+  uint64_t ids[fabps::ctr::kMaxFields];
+  int label;
+  if (!fabps::ctr::ParseCtrRecord(record, fields, &label, ids)) return false;
+  for (int f = 0; f < fields; f++)
+    out->rows.push_back(fabps::ctr::FeatureRow(ids[f], table_rows));
+  out->labels.push_back(label);
+  return true;
+}
+
+class CtrTrainer {
+ public:
+  explicit CtrTrainer(const CtrTrainerConfig& config)
+      : config_(config),
+        row_floats_(static_cast<size_t>(config.fields) * kEmbeddingDim),
+        params_(config.fields, config.hidden),
+        grads_(config.fields, config.hidden) {}
+
+  Status Run() {
+    FABPS_RETURN_IF_ERROR(SetUp());
+    start_ = SteadyClock::now();
+    for (int64_t pass = 0; pass < config_.passes; ++pass) {
+      FABPS_RETURN_IF_ERROR(
+          RunPass(pass).WithContext("pass " + std::to_string(pass)));
+    }
+    FABPS_LOG(INFO) << "done: " << config_.passes << " passes in "
+                    << Seconds(SteadyClock::now() - start_) << " s";
+    return Status::OK();
+  }
+
+ private:
+  Status SetUp() {
+    FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
+    // Trainer 0 evaluates (a restarted trainer 0 keeps the role).
+    evaluator_ = config_.trainer_id == 0 && !config_.test_data.empty();
+    if (evaluator_) FABPS_RETURN_IF_ERROR(LoadTestSet());
+
+    trainer::MasterClientOptions mo;
+    mo.master_address = config_.master;
+    mo.store_spec = config_.store;
+    mo.job = config_.job;
+    mo.trainer_id = config_.trainer_id + 1;  // the API's ids are > 0
+    FABPS_ASSIGN_OR_RETURN(master_, trainer::MasterClient::Create(mo));
+    FABPS_RETURN_IF_ERROR(master_->SetDataset(config_.dataset)
+                              .WithContext("setting the dataset"));
+
+    trainer::PServerClientOptions po;
+    po.addresses = config_.pservers;
+    if (po.addresses.empty()) {
+      po.store_spec = config_.store;
+      po.job = config_.job;
+    }
+    po.provider = config_.provider;
+    po.interface_address = config_.interface_address;
+    po.block_elements = config_.block_elements;
+    po.default_rule = config_.mlp_rule;
+    po.rules[kEmbeddingName] = config_.emb_rule;
+    po.rpc_timeout_ms = static_cast<int>(config_.timeout_ms);
+    po.trainer_id = mo.trainer_id;
+    FABPS_ASSIGN_OR_RETURN(ps_, trainer::PServerClient::Connect(po));
+    FABPS_LOG(INFO) << "connected to the pservers over " << ps_->provider();
+
+    for (auto& t : params_.tensors)
+      param_buffers_.push_back(
+          {t.name, t.values.data(), t.values.size() * sizeof(float)});
+    for (auto& t : grads_.tensors)
+      grad_buffers_.push_back(
+          {t.name, t.values.data(), t.values.size() * sizeof(float)});
+    FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
+    if (initializer) FABPS_RETURN_IF_ERROR(InitParams());
+    // Fixed buffers: GetRows reads into them by RMA (registered once).
+    x_.resize(config_.batch, static_cast<Eigen::Index>(row_floats_));
+    eval_x_.resize(config_.eval_batch, static_cast<Eigen::Index>(row_floats_));
+    return Status::OK();
+  }
+
+  Status InitParams() {
+    const uint64_t n = config_.table_rows * kEmbeddingDim;
+    FABPS_LOG(INFO) << "initializing: table " << config_.table_rows << " x "
+                    << kEmbeddingDim << " (" << (n * 4 >> 20) << " MiB), MLP "
+                    << params_.inputs << "-" << params_.hidden << "-1, seed "
+                    << config_.seed;
+    {
+      std::vector<float> table(n);
+      InitEmbedding(config_.seed, kEmbeddingInitScale, table.data(), n);
+      trainer::ParamSpec spec{
+          kEmbeddingName,
+          trainer::DType::kFloat32,
+          {config_.table_rows, static_cast<uint64_t>(kEmbeddingDim)}};
+      FABPS_RETURN_IF_ERROR(
+          ps_->InitParam(spec, table.data(), n * sizeof(float)));
+    }
+    InitCtrMlp(config_.seed, &params_);
+    for (size_t i = 0; i < params_.tensors.size(); i++) {
+      const MlpTensor& t = params_.tensors[i];
+      FABPS_RETURN_IF_ERROR(
+          ps_->InitParam({t.name, trainer::DType::kFloat32, t.shape},
+                         t.values.data(), param_buffers_[i].bytes));
+    }
+    return ps_->FinishInitParams();
+  }
+
+  Status LoadTestSet() {
+    FABPS_ASSIGN_OR_RETURN(auto files,
+                           fashion_mnist::ExpandDataFiles(config_.test_data));
+    std::vector<recordio::ChunkRef> chunks;
+    for (const std::string& f : files) {
+      FABPS_ASSIGN_OR_RETURN(auto refs, recordio::IndexFile(f));
+      chunks.insert(chunks.end(), refs.begin(), refs.end());
+    }
+    recordio::RangeScanner scanner(std::move(chunks));
+    std::string_view record;
+    for (;;) {
+      FABPS_ASSIGN_OR_RETURN(bool more, scanner.Next(&record));
+      if (!more) break;
+      if (!AddRecord(record, config_.fields, config_.table_rows, &test_))
+        test_.bad_records++;
+    }
+    if (test_.labels.empty())
+      return Status::InvalidArgument("--test-data: no valid record in " +
+                                     config_.test_data);
+    FABPS_LOG(INFO) << "evaluating on " << test_.labels.size()
+                    << " test impressions (" << test_.bad_records
+                    << " bad records skipped)";
+    return Status::OK();
+  }
+
+  Status RunPass(int64_t pass) {
+    pass_ = pass;
+    auto pass_start = SteadyClock::now();
+    pass_samples_ = 0;
+    pass_loss_sum_ = 0;
+    pass_bad_ = 0;
+    ResetInterval();
+    FABPS_RETURN_IF_ERROR(master_->StartGetRecords(pass));
+    batch_ = Impressions();
+    std::string_view record;
+    for (;;) {
+      FABPS_ASSIGN_OR_RETURN(bool more, master_->NextRecord(&record));
+      if (!more) break;
+      if (!AddRecord(record, config_.fields, config_.table_rows, &batch_)) {
+        if (pass_bad_++ == 0) {
+          FABPS_LOG(WARNING) << "skipping a malformed record of "
+                             << record.size() << " bytes (further ones are "
+                             << "only counted)";
+        }
+        continue;
+      }
+      if (static_cast<int>(batch_.labels.size()) == config_.batch)
+        FABPS_RETURN_IF_ERROR(TrainBatch());
+    }
+    if (!batch_.labels.empty()) FABPS_RETURN_IF_ERROR(TrainBatch());
+    MaybeReportProgress(/*force=*/interval_samples_ > 0);
+
+    JsonLine line;
+    line.Add("event", "pass")
+        .Add("trainer", config_.trainer_id)
+        .Add("pass", pass)
+        .Add("samples", pass_samples_)
+        .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
+        .Add("bad_records", pass_bad_);
+    if (evaluator_) {
+      // The client reconnects if a pserver restarted meanwhile.
+      Status s = Evaluate(&line);
+      for (int i = 0; i < kMaxFailedStepsInARow && !s.ok(); i++) {
+        FABPS_LOG(WARNING) << "evaluation failed (" << s.ToString()
+                           << "); retrying";
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+        s = Evaluate(&line);
+      }
+      FABPS_RETURN_IF_ERROR(s);
+    }
+    auto now = SteadyClock::now();
+    line.Add("seconds", Seconds(now - pass_start))
+        .Add("elapsed_seconds", Seconds(now - start_));
+    metrics_->Write(line);
+    return Status::OK();
+  }
+
+  // The test AUC and mean logistic loss of the current model, added to
+  // *line only when every pull succeeded.
+  Status Evaluate(JsonLine* line) {
+    auto eval_start = SteadyClock::now();
+    auto deadline = Deadline::InMs(config_.timeout_ms);
+    FABPS_RETURN_IF_ERROR(ps_->GetParams(param_buffers_, deadline)
+                              .WithContext("pulling the MLP"));
+    const size_t n = test_.labels.size();
+    std::vector<double> scores;
+    scores.reserve(n);
+    std::vector<float> logits;
+    double loss = 0;
+    for (size_t start = 0; start < n; start += config_.eval_batch) {
+      size_t rows = std::min<size_t>(config_.eval_batch, n - start);
+      size_t count = rows * config_.fields;
+      FABPS_ASSIGN_OR_RETURN(
+          auto h,
+          ps_->GetRows(kEmbeddingName,
+                       test_.rows.data() + start * config_.fields, count,
+                       eval_x_.data(), count * kEmbeddingDim * sizeof(float),
+                       Deadline::InMs(config_.timeout_ms)));
+      FABPS_RETURN_IF_ERROR(ps_->Wait(h, Deadline::InMs(config_.timeout_ms))
+                                .WithContext("pulling test rows"));
+      if (rows == static_cast<size_t>(eval_x_.rows())) {
+        mlp_.Logits(params_, eval_x_, &logits);
+      } else {
+        Matrix part = eval_x_.topRows(static_cast<Eigen::Index>(rows));
+        mlp_.Logits(params_, part, &logits);
+      }
+      for (size_t i = 0; i < rows; i++) {
+        double z = logits[i];
+        loss += LogisticLoss(z, test_.labels[start + i]);
+        scores.push_back(z);
+      }
+    }
+    line->Add("test_auc", fabps::ctr::Auc(scores, test_.labels))
+        .Add("test_loss", loss / static_cast<double>(n))
+        .Add("eval_seconds", Seconds(SteadyClock::now() - eval_start));
+    return Status::OK();
+  }
+
+  // One step; a step that meets a dead or restarting pserver is lost, not
+  // fatal (the client reconnects on its next call). Many in a row end the
+  // trainer.
+  Status TrainBatch() {
+    Status s = TryStep();
+    batch_ = Impressions();
+    if (s.ok()) {
+      failed_in_a_row_ = 0;
+      return s;
+    }
+    bool transient = s.code() == Status::Code::kUnavailable ||
+                     s.code() == Status::Code::kTimedOut ||
+                     s.code() == Status::Code::kCancelled ||
+                     s.code() == Status::Code::kIOError;
+    if (!transient || ++failed_in_a_row_ > kMaxFailedStepsInARow) return s;
+    FABPS_LOG(WARNING) << "step lost (" << s.ToString() << "); reconnecting";
+    std::this_thread::sleep_for(std::chrono::milliseconds(200));
+    return Status::OK();
+  }
+
+  Status TryStep() {
+    const size_t b = batch_.labels.size();
+    const size_t count = b * config_.fields;
+    const size_t bytes = count * kEmbeddingDim * sizeof(float);
+    auto deadline = Deadline::InMs(config_.timeout_ms);
+    // The batch's rows land in x_ (row i = example i's F embeddings).
+    FABPS_ASSIGN_OR_RETURN(
+        auto rows_pull, ps_->GetRows(kEmbeddingName, batch_.rows.data(), count,
+                                     x_.data(), bytes, deadline));
+    FABPS_ASSIGN_OR_RETURN(auto mlp_pull,
+                           ps_->GetParamsAsync(param_buffers_, deadline));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(rows_pull, deadline).WithContext("pulling rows"));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(mlp_pull, deadline).WithContext("pulling the MLP"));
+    float loss;
+    if (b == static_cast<size_t>(x_.rows())) {
+      loss = mlp_.LossAndGradients(params_, x_, batch_.labels, &grads_, &dx_);
+    } else {  // the pass's last, smaller batch
+      Matrix part = x_.topRows(static_cast<Eigen::Index>(b));
+      loss = mlp_.LossAndGradients(params_, part, batch_.labels, &grads_, &dx_);
+    }
+    // SendRows copies dx_ before it returns; the client sums repeated rows.
+    FABPS_ASSIGN_OR_RETURN(
+        auto rows_push, ps_->SendRows(kEmbeddingName, batch_.rows.data(), count,
+                                      dx_.data(), bytes, deadline));
+    FABPS_ASSIGN_OR_RETURN(auto mlp_push,
+                           ps_->SendGrads(grad_buffers_, deadline));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(rows_push, deadline).WithContext("pushing rows"));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(mlp_push, deadline).WithContext("pushing the MLP"));
+    auto n = static_cast<int64_t>(b);
+    pass_samples_ += n;
+    pass_loss_sum_ += static_cast<double>(loss) * n;
+    interval_samples_ += n;
+    interval_loss_sum_ += static_cast<double>(loss) * n;
+    MaybeReportProgress(/*force=*/false);
+    return Status::OK();
+  }
+
+  void ResetInterval() {
+    interval_start_ = SteadyClock::now();
+    interval_samples_ = 0;
+    interval_loss_sum_ = 0;
+  }
+
+  void MaybeReportProgress(bool force) {
+    double secs = Seconds(SteadyClock::now() - interval_start_);
+    if (!force && secs < config_.progress_seconds) return;
+    if (interval_samples_ == 0) return;
+    metrics_->Write(
+        JsonLine()
+            .Add("event", "progress")
+            .Add("trainer", config_.trainer_id)
+            .Add("pass", pass_)
+            .Add("samples", pass_samples_)
+            .Add("loss", interval_loss_sum_ / interval_samples_)
+            .Add("samples_per_sec", secs > 0 ? interval_samples_ / secs : 0.0));
+    ResetInterval();
+  }
+
+  static constexpr int kMaxFailedStepsInARow = 30;
+
+  const CtrTrainerConfig config_;
+  const size_t row_floats_;  // F * 16: one example's input
+  std::unique_ptr<MetricsLog> metrics_;
+  bool evaluator_ = false;
+  Impressions test_;
+  std::unique_ptr<trainer::MasterClient> master_;
+
+  CtrMlpParams params_, grads_;
+  std::vector<trainer::ParamBuffer> param_buffers_, grad_buffers_;
+  CtrMlp mlp_;
+  Impressions batch_;
+  Matrix x_, eval_x_, dx_;
+  int failed_in_a_row_ = 0;
+
+  SteadyClock::time_point start_;
+  int64_t pass_ = 0;
+  int64_t pass_samples_ = 0, pass_bad_ = 0;
+  double pass_loss_sum_ = 0;
+  SteadyClock::time_point interval_start_;
+  int64_t interval_samples_ = 0;
+  double interval_loss_sum_ = 0;
+
+  // Declared last, so destroyed first: the registration cache holds the
+  // parameter buffers, x_ and eval_x_ until the client is gone.
+  std::unique_ptr<trainer::PServerClient> ps_;
+};
+
+}  // namespace
+
+Status RunCtrTrainer(const CtrTrainerConfig& config) {
+  CtrTrainer trainer(config);
+  return trainer.Run();
+}
+
+}  // namespace fabps::examples::ctr

@@ -1,0 +1,27 @@
+// The CTR example trainer (fabps-ctr-trainer): asynchronous SGD of the
+// model of ctr_model.h over records read from the master.
+//
+// Each step: GetRows of the batch's B*F embedding rows (straight into the
+// MLP's input matrix) and a dense pull of the MLP, in parallel; the loss
+// and gradients; SendRows of the input gradient (the pserver client sums
+// the rows of repeated features) and SendGrads of the MLP, in parallel.
+// The initializer (the init election of PServerClient) creates the table
+// "emb" [table_rows, 16] with small random values and the MLP.
+//
+// Output: JSON lines (examples/fashion_mnist/metrics_log.h) on stdout and
+// in --metrics-file: "progress" lines (samples_per_sec, loss) and one
+// "pass" line per pass; the evaluator's carries test_auc and test_loss, on
+// every test impression, and eval_seconds (part of the pass's seconds).
+#ifndef FABPS_EXAMPLES_CTR_TRAINER_H_
+#define FABPS_EXAMPLES_CTR_TRAINER_H_
+
+#include "base/status.h"
+#include "examples/ctr/trainer_flags.h"
+
+namespace fabps::examples::ctr {
+
+Status RunCtrTrainer(const CtrTrainerConfig& config);
+
+}  // namespace fabps::examples::ctr
+
+#endif  // FABPS_EXAMPLES_CTR_TRAINER_H_

@@ -1,0 +1,50 @@
+// The command line of fabps-ctr-trainer (see README.md). Every flag is
+// validated while parsing; a bad value ends the program with one line on
+// stderr naming the flag.
+#ifndef FABPS_EXAMPLES_CTR_TRAINER_FLAGS_H_
+#define FABPS_EXAMPLES_CTR_TRAINER_FLAGS_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "trainer/pserver_client.h"
+
+namespace fabps::examples::ctr {
+
+struct CtrTrainerConfig {
+  std::string master;  // "host:port"; "" : master/addr in --store
+  std::vector<std::string> pservers;  // "" : ps/<i>/addr in --store
+  std::string provider = "auto";
+  std::string interface_address;
+  int64_t trainer_id = 0;
+  std::vector<std::string> dataset;  // globs of the training shards
+  std::string test_data;             // directory or glob; "" : none
+  int passes = 3;
+  int batch = 256;
+  int fields = 8;
+  int hidden = 32;
+  uint64_t table_rows = uint64_t{1} << 22;
+  trainer::UpdateRuleConfig emb_rule;  // of "emb"
+  trainer::UpdateRuleConfig mlp_rule;  // of fc1.*, fc2.*
+  uint64_t seed = 1;
+  // 2^22 elements: 2^18 table rows per block, so a 2^22-row table is 16
+  // blocks, 8 per pserver of two, and a step's rows pull and push fit the
+  // 8 landing slots a trainer has on each pserver in one round (2^20: 4
+  // rounds, 3-4x fewer samples/s; examples/ctr/README.md).
+  uint64_t block_elements = uint64_t{1} << 22;
+  std::string store;
+  std::string job = "default";
+  std::string metrics_file;
+  double progress_seconds = 1.0;
+  int eval_batch = 4096;
+  int64_t timeout_ms = 60'000;
+};
+
+// Parses and validates argv into *config. Returns -1 when the trainer should
+// run, else the exit code (0 after --help, 2 after a bad flag, printed).
+int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* config);
+
+}  // namespace fabps::examples::ctr
+
+#endif  // FABPS_EXAMPLES_CTR_TRAINER_FLAGS_H_

@@ -1,0 +1,126 @@
+// The CTR example's parts in process: the MLP's backward pass against
+// finite differences (of the loss in double, through float parameters),
+// AUC on known cases, the record format's round trip and refusals, and the
+// planted model's determinism and Zipf frequencies.
+#include "examples/ctr/ctr_model.h"
+
+#include <gtest/gtest.h>
+
+#include <cmath>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "tools/ctr_gen/auc.h"
+#include "tools/ctr_gen/ctr_record.h"
+#include "tools/ctr_gen/planted_model.h"
+
+namespace fabps {
+namespace {
+
+using examples::ctr::CtrMlp;
+using examples::ctr::CtrMlpParams;
+using examples::ctr::Matrix;
+
+TEST(CtrMlp, GradientsMatchFiniteDifferences) {
+  const int fields = 2, hidden = 5, batch = 6;
+  CtrMlpParams p(fields, hidden), g(fields, hidden);
+  examples::ctr::InitCtrMlp(7, &p);
+  for (float& b : p.tensors[1].values) b = 0.3f;  // keep most ReLUs open
+  std::mt19937 rng(3);
+  std::uniform_real_distribution<float> u(-1, 1);
+  Matrix x(batch, p.inputs);
+  for (int i = 0; i < x.size(); i++) x.data()[i] = u(rng);
+  std::vector<int> labels = {0, 1, 1, 0, 1, 0};
+  CtrMlp mlp;
+  Matrix dx;
+  mlp.LossAndGradients(p, x, labels, &g, &dx);
+  ASSERT_EQ(dx.rows(), batch);
+  ASSERT_EQ(dx.cols(), p.inputs);
+  const float h = 3e-3f;  // small enough not to cross ReLU kinks here
+  auto loss = [&](const CtrMlpParams& q, const Matrix& in) {
+    CtrMlpParams unused(fields, hidden);
+    Matrix unused_dx;
+    return static_cast<double>(
+        mlp.LossAndGradients(q, in, labels, &unused, &unused_dx));
+  };
+  for (int t = 0; t < 4; t++) {
+    for (size_t i = 0; i < p.tensors[t].values.size(); i++) {
+      CtrMlpParams plus = p, minus = p;
+      plus.tensors[t].values[i] += h;
+      minus.tensors[t].values[i] -= h;
+      double numeric = (loss(plus, x) - loss(minus, x)) / (2 * h);
+      EXPECT_NEAR(g.tensors[t].values[i], numeric, 2e-3)
+          << p.tensors[t].name << "[" << i << "]";
+    }
+  }
+  for (int i = 0; i < x.size(); i += 3) {
+    Matrix plus = x, minus = x;
+    plus.data()[i] += h;
+    minus.data()[i] -= h;
+    double numeric = (loss(p, plus) - loss(p, minus)) / (2 * h);
+    EXPECT_NEAR(dx.data()[i], numeric, 2e-3) << "x[" << i << "]";
+  }
+}
+
+TEST(Auc, KnownCases) {
+  EXPECT_DOUBLE_EQ(ctr::Auc({0.1, 0.2, 0.8, 0.9}, {0, 0, 1, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(ctr::Auc({0.9, 0.8, 0.2, 0.1}, {0, 0, 1, 1}), 0.0);
+  EXPECT_DOUBLE_EQ(ctr::Auc({0.5, 0.5, 0.5, 0.5}, {0, 1, 0, 1}), 0.5);
+  // Pairs (pos, neg): (0.4 > 0.1), (0.4 < 0.6), (0.7 > 0.1), (0.7 > 0.6).
+  EXPECT_DOUBLE_EQ(ctr::Auc({0.1, 0.4, 0.6, 0.7}, {0, 1, 0, 1}), 0.75);
+  // A tie between a positive and a negative counts one half.
+  EXPECT_DOUBLE_EQ(ctr::Auc({0.3, 0.3, 0.9}, {0, 1, 1}), 0.75);
+  EXPECT_TRUE(std::isnan(ctr::Auc({0.1, 0.2}, {1, 1})));
+}
+
+TEST(CtrRecord, RoundTripAndRefusals) {
+  const uint64_t ids[3] = {1, 0xfedcba9876543210ULL, 42};
+  std::string r;
+  ctr::AppendCtrRecord(1, ids, 3, &r);
+  ASSERT_EQ(r.size(), ctr::CtrRecordBytes(3));
+  int label = -1;
+  uint64_t got[3];
+  ASSERT_TRUE(ctr::ParseCtrRecord(r, 3, &label, got));
+  EXPECT_EQ(label, 1);
+  for (int i = 0; i < 3; i++) EXPECT_EQ(got[i], ids[i]);
+  EXPECT_FALSE(ctr::ParseCtrRecord(r, 2, &label, got)) << "other F";
+  EXPECT_FALSE(ctr::ParseCtrRecord(r.substr(1), 3, &label, got)) << "short";
+  std::string bad_label = r;
+  bad_label[0] = 2;
+  EXPECT_FALSE(ctr::ParseCtrRecord(bad_label, 3, &label, got));
+  std::string lying_count = r;
+  lying_count[1] = 4;
+  EXPECT_FALSE(ctr::ParseCtrRecord(lying_count, 3, &label, got));
+  EXPECT_EQ(ctr::FeatureRow(ids[1], 1000), static_cast<int64_t>(ids[1] % 1000));
+}
+
+TEST(PlantedModel, DeterministicWithZipfFrequencies) {
+  tools::ctr_gen::PlantedModelOptions o;
+  o.fields = 2;
+  o.vocab = 1000;
+  o.zipf = 1.1;
+  tools::ctr_gen::PlantedModel a(o), b(o);
+  std::mt19937_64 ra(5), rb(5);
+  tools::ctr_gen::Impression x, y;
+  int head = 0, clicks = 0;
+  const int n = 20000;
+  for (int i = 0; i < n; i++) {
+    a.Sample(ra, &x);
+    b.Sample(rb, &y);
+    ASSERT_EQ(x.ids, y.ids);
+    ASSERT_EQ(x.label, y.label);
+    head += x.ids[0] == a.FeatureId(0, 0);
+    clicks += x.label;
+  }
+  // P(rank 0) = 1 / H(1000, 1.1), about 0.15.
+  double h = 0;
+  for (int k = 1; k <= 1000; k++) h += std::pow(k, -1.1);
+  EXPECT_NEAR(head / double(n), 1 / h, 0.02);
+  EXPECT_GT(clicks, 0);
+  EXPECT_LT(clicks, n);
+  EXPECT_NE(a.FeatureId(0, 1), a.FeatureId(1, 1)) << "fields hash apart";
+}
+
+}  // namespace
+}  // namespace fabps
