@@ -20,6 +20,29 @@ void CpuRelax() {
 #endif
 }
 
+// The owner drives progress (kCaller): poll the endpoint, yielding the core
+// once nothing happened for a while, for the lowest latency.
+Status DriveUntilDone(internal::OpState& s, Deadline deadline) {
+  uint64_t polls = 0;
+  while (!s.done.load(std::memory_order_acquire)) {
+    if (deadline.Expired()) {
+      return Status::TimedOut(
+          "operation not complete by its deadline (peer dead or slow?)");
+    }
+    internal::ProgressDriver* d = s.driver.load(std::memory_order_acquire);
+    if (d == nullptr) {
+      // The endpoint is closing: it cancels the operation.
+      sched_yield();
+      continue;
+    }
+    auto r = d->Progress();
+    if (!r.ok()) return r.status();
+    if (r.value() > 0) continue;
+    if (++polls >= 2000) sched_yield();
+  }
+  return Status::OK();
+}
+
 }  // namespace
 
 namespace internal {
@@ -61,7 +84,11 @@ CompletionInfo Completion::info() const {
 Status Completion::Wait(Deadline deadline) {
   if (!s_) return Status::OK();
   internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
-  if (d != nullptr && d->busy_poll()) return DriveUntilDone(deadline);
+  if (d != nullptr && d->busy_poll()) {
+    Status s = DriveUntilDone(*s_, deadline);
+    if (!s.ok()) return s;
+    return *Poll();
+  }
   // A progress thread completes the operation. Spin a little (a small
   // operation often ends within microseconds, and a wake-up costs about as
   // much), then sleep until PartDone notifies or the deadline passes.
@@ -73,29 +100,6 @@ Status Completion::Wait(Deadline deadline) {
       return Status::TimedOut(
           "operation not complete by its deadline (peer dead or slow?)");
     }
-  }
-  return *Poll();
-}
-
-Status Completion::DriveUntilDone(Deadline deadline) {
-  // The owner drives progress (kCaller): poll the endpoint, yielding the
-  // core once nothing happened for a while, for the lowest latency.
-  uint64_t polls = 0;
-  while (!done()) {
-    if (deadline.Expired()) {
-      return Status::TimedOut(
-          "operation not complete by its deadline (peer dead or slow?)");
-    }
-    internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
-    if (d == nullptr) {
-      // The endpoint is closing: it cancels the operation.
-      sched_yield();
-      continue;
-    }
-    auto r = d->Progress();
-    if (!r.ok()) return r.status();
-    if (r.value() > 0) continue;
-    if (++polls >= 2000) sched_yield();
   }
   return *Poll();
 }

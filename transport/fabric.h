@@ -136,10 +136,8 @@ class Completion {
   Completion() = default;
   explicit Completion(std::shared_ptr<internal::OpState> s);
 
-  // Waits until the operation completes or `deadline` passes. With kCaller
-  // it drives the endpoint's progress (polling); with kThread it spins
-  // briefly and then sleeps until the progress thread completes the
-  // operation (no CPU while it waits). Returns the operation's Status, or
+  // Waits until the operation completes or `deadline` passes, driving the
+  // endpoint's progress while it waits. Returns the operation's Status, or
   // TimedOut (the operation stays posted; its memory must stay valid until
   // the endpoint is closed).
   Status Wait(Deadline deadline);
@@ -150,8 +148,6 @@ class Completion {
   CompletionInfo info() const;
 
  private:
-  Status DriveUntilDone(Deadline deadline);
-
   std::shared_ptr<internal::OpState> s_;
 };
 
