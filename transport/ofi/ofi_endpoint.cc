@@ -35,6 +35,9 @@ constexpr int kCqBatch = 32;
 // (or while any local operation is in flight) before it blocks on the CQ's
 // wait object: back-to-back operations then see no wake-up latency.
 constexpr auto kHot = std::chrono::microseconds(300);
+// Without a wait object to block on: stay hot (yielding) this long, then
+// sleep in 100 us steps.
+constexpr auto kHotPolling = std::chrono::milliseconds(20);
 // A blocked progress thread wakes at least this often even when the wait
 // object stays quiet, so progress that the provider's fd does not announce
 // (or a provider whose wait object is a poor signal) is still driven.
@@ -125,8 +128,11 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   // that drive progress themselves (kCaller) never block, so they keep the
   // cheaper CQ without one. A provider without wait objects gets FI_WAIT_NONE
   // and a thread that sleeps in short steps instead.
+  // shm is left polling: its wait object does not announce the target-side
+  // progress of large transfers, and a blocked target made 64 MiB push+pull
+  // 2-3x slower (bench/README.md, "Blocking progress").
   ret = -FI_ENOSYS;
-  if (mode_ == ProgressMode::kThread) {
+  if (mode_ == ProgressMode::kThread && fabric_->provider() != "shm") {
     cq_attr.wait_obj = FI_WAIT_UNSPEC;
     ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
     can_block_ = ret == 0;
@@ -589,7 +595,7 @@ void OfiEndpoint::ProgressLoop() {
       last_activity = now;
       continue;
     }
-    if (now - last_activity < kHot) {
+    if (now - last_activity < (can_block_ ? kHot : kHotPolling)) {
       sched_yield();
       continue;
     }
