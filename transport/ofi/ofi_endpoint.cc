@@ -130,9 +130,13 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   // and a thread that sleeps in short steps instead.
   // shm is left polling: its wait object does not announce the target-side
   // progress of large transfers, and a blocked target made 64 MiB push+pull
-  // 2-3x slower (bench/README.md, "Blocking progress").
+  // 2-3x slower (bench/README.md, "Blocking progress"). sockets too: once,
+  // under load, 512 outstanding reads did not complete within 20 s with a
+  // blocking CQ (not understood yet; the provider has its own thread).
+  const std::string provider = fabric_->provider();
   ret = -FI_ENOSYS;
-  if (mode_ == ProgressMode::kThread && fabric_->provider() != "shm") {
+  if (mode_ == ProgressMode::kThread && provider != "shm" &&
+      provider != "sockets") {
     cq_attr.wait_obj = FI_WAIT_UNSPEC;
     ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
     can_block_ = ret == 0;
