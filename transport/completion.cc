@@ -4,20 +4,59 @@
 
 #include <thread>
 
+#if defined(__x86_64__) || defined(__i386__)
+#include <immintrin.h>
+#endif
+
 namespace fabps::transport {
+namespace {
+
+// About 10-30 us of checks before a waiter sleeps.
+constexpr int kSpinChecks = 2000;
+
+void CpuRelax() {
+#if defined(__x86_64__) || defined(__i386__)
+  _mm_pause();
+#endif
+}
+
+// The owner drives progress (kCaller): poll the endpoint, yielding the core
+// once nothing happened for a while, for the lowest latency.
+Status DriveUntilDone(internal::OpState& s, Deadline deadline) {
+  uint64_t polls = 0;
+  while (!s.done.load(std::memory_order_acquire)) {
+    if (deadline.Expired()) {
+      return Status::TimedOut(
+          "operation not complete by its deadline (peer dead or slow?)");
+    }
+    internal::ProgressDriver* d = s.driver.load(std::memory_order_acquire);
+    if (d == nullptr) {
+      // The endpoint is closing: it cancels the operation.
+      sched_yield();
+      continue;
+    }
+    auto r = d->Progress();
+    if (!r.ok()) return r.status();
+    if (r.value() > 0) continue;
+    if (++polls >= 2000) sched_yield();
+  }
+  return Status::OK();
+}
+
+}  // namespace
+
 namespace internal {
 
 bool OpState::PartDone(const Status& s, size_t bytes) {
-  {
-    std::lock_guard<std::mutex> l(mu);
-    if (!s.ok() && status.ok()) status = s;
-    info.bytes += bytes;
-  }
-  if (remaining.fetch_sub(1) == 1) {
-    done.store(true, std::memory_order_release);
-    return true;
-  }
-  return false;
+  // `done` is set under `mu` so that a waiter that saw it false under `mu`
+  // is already blocked on done_cv when the notification comes.
+  std::lock_guard<std::mutex> l(mu);
+  if (!s.ok() && status.ok()) status = s;
+  info.bytes += bytes;
+  if (remaining.fetch_sub(1) != 1) return false;
+  done.store(true, std::memory_order_release);
+  done_cv.notify_all();
+  return true;
 }
 
 }  // namespace internal
@@ -43,27 +82,23 @@ CompletionInfo Completion::info() const {
 }
 
 Status Completion::Wait(Deadline deadline) {
-  // Spin while the operation is likely to end within microseconds, then
-  // yield, then sleep in short steps: low latency for transfers, little CPU
-  // for long waits on a dead or slow peer.
-  uint64_t polls = 0;
-  while (!done()) {
-    if (deadline.Expired()) {
+  if (!s_) return Status::OK();
+  internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
+  if (d != nullptr && d->busy_poll()) {
+    Status s = DriveUntilDone(*s_, deadline);
+    if (!s.ok()) return s;
+    return *Poll();
+  }
+  // A progress thread completes the operation. Spin a little (a small
+  // operation often ends within microseconds, and a wake-up costs about as
+  // much), then sleep until PartDone notifies or the deadline passes.
+  for (int i = 0; i < kSpinChecks && !done(); i++) CpuRelax();
+  if (!done()) {
+    std::unique_lock<std::mutex> l(s_->mu);
+    if (!s_->done_cv.wait_until(l, deadline.time(),
+                                [this] { return s_->done.load(); })) {
       return Status::TimedOut(
           "operation not complete by its deadline (peer dead or slow?)");
-    }
-    internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
-    if (d != nullptr) {
-      auto r = d->Progress();
-      if (!r.ok()) return r.status();
-      if (r.value() > 0) continue;
-    }
-    polls++;
-    if (polls < 2000) continue;
-    if (polls < 4000 || (d != nullptr && d->busy_poll())) {
-      sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(50));
     }
   }
   return *Poll();

@@ -5,6 +5,7 @@
 #define FABPS_TRANSPORT_COMPLETION_H_
 
 #include <atomic>
+#include <condition_variable>
 #include <mutex>
 
 #include "base/status.h"
@@ -18,7 +19,9 @@ class ProgressDriver {
   virtual ~ProgressDriver() = default;
   virtual Result<size_t> Progress() = 0;
   // True when the owner asked to drive progress itself (kCaller): waits
-  // then spin (yielding) instead of sleeping, for the lowest latency.
+  // call Progress() and spin (yielding). False when a progress thread reads
+  // the completion queue: waits spin briefly, then sleep on the operation's
+  // condition variable until PartDone wakes them.
   virtual bool busy_poll() const = 0;
 };
 
@@ -29,7 +32,8 @@ struct OpState {
   explicit OpState(int parts) : remaining(parts) {}
   virtual ~OpState() = default;
 
-  // Records one part's end. Returns true when this was the last part.
+  // Records one part's end. Returns true when this was the last part; then
+  // every thread blocked in Completion::Wait on it is woken.
   bool PartDone(const Status& s, size_t bytes);
 
   std::atomic<ProgressDriver*> driver{
@@ -37,8 +41,9 @@ struct OpState {
   std::atomic<int> remaining;
   std::atomic<bool> done{false};
   std::mutex mu;
-  Status status;        // guarded by mu until done, then immutable
-  CompletionInfo info;  // likewise
+  std::condition_variable done_cv;  // notified (under mu) when done is set
+  Status status;                    // guarded by mu until done, then immutable
+  CompletionInfo info;              // likewise
 };
 
 }  // namespace fabps::transport::internal

@@ -31,6 +31,17 @@ struct OfiEndpoint::Op : internal::OpState {
 namespace {
 constexpr size_t kMaxAddressBytes = 1024;
 constexpr int kCqBatch = 32;
+// The progress thread keeps polling this long after the last completion
+// (or while any local operation is in flight) before it blocks on the CQ's
+// wait object: back-to-back operations then see no wake-up latency.
+constexpr auto kHot = std::chrono::microseconds(300);
+// Without a wait object to block on: stay hot (yielding) this long, then
+// sleep in 100 us steps.
+constexpr auto kHotPolling = std::chrono::milliseconds(20);
+// A blocked progress thread wakes at least this often even when the wait
+// object stays quiet, so progress that the provider's fd does not announce
+// (or a provider whose wait object is a poor signal) is still driven.
+constexpr int kBlockMs = 2;
 }  // namespace
 
 OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode)
@@ -113,9 +124,33 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   fi_cq_attr cq_attr{};
   cq_attr.format = FI_CQ_FORMAT_DATA;
   cq_attr.size = options.cq_size;
-  cq_attr.wait_obj = FI_WAIT_NONE;
-  ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
-  if (ret != 0) return FiError("fi_cq_open", ret);
+  // The progress thread blocks on the CQ's wait object when idle; callers
+  // that drive progress themselves (kCaller) never block, so they keep the
+  // cheaper CQ without one. A provider without wait objects gets FI_WAIT_NONE
+  // and a thread that sleeps in short steps instead.
+  // shm is left polling: its wait object does not announce the target-side
+  // progress of large transfers, and a blocked target made 64 MiB push+pull
+  // 2-3x slower (bench/README.md, "Blocking progress"). sockets too: once,
+  // under load, 512 outstanding reads did not complete within 20 s with a
+  // blocking CQ (not understood yet; the provider has its own thread).
+  const std::string provider = fabric_->provider();
+  ret = -FI_ENOSYS;
+  if (mode_ == ProgressMode::kThread && provider != "shm" &&
+      provider != "sockets") {
+    cq_attr.wait_obj = FI_WAIT_UNSPEC;
+    ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
+    can_block_ = ret == 0;
+    if (ret != 0) {
+      FABPS_LOG(INFO) << "provider " << fabric_->provider()
+                      << ": no CQ wait object (" << fi_strerror(-ret)
+                      << "); the progress thread polls";
+    }
+  }
+  if (ret != 0) {
+    cq_attr.wait_obj = FI_WAIT_NONE;
+    ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
+    if (ret != 0) return FiError("fi_cq_open", ret);
+  }
 
   ret = fi_endpoint(fabric_->domain(), info, &ep_, nullptr);
   if (ret != 0) return FiError("fi_endpoint", ret);
@@ -150,6 +185,7 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
 bool OfiEndpoint::Shutdown(std::chrono::milliseconds wait) {
   stop_ = true;
   if (!progress_thread_.joinable()) return true;
+  if (can_block_) fi_cq_signal(cq_);  // wake it from fi_cq_sread
   bool exited;
   {
     std::unique_lock<std::mutex> l(exit_mu_);
@@ -240,8 +276,14 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts) {
     c.ep = this;
     c.op = op.get();
   }
-  std::lock_guard<std::mutex> l(ops_mu_);
-  inflight_[op.get()] = op;
+  {
+    std::lock_guard<std::mutex> l(ops_mu_);
+    inflight_[op.get()] = op;
+  }
+  // A progress thread blocked on the CQ must poll while this is in flight
+  // (the provider moves the bytes only when its CQ is read). Ordered with
+  // BlockOnCq's check of inflight_ through ops_mu_.
+  if (blocked_.load()) fi_cq_signal(cq_);
   return op;
 }
 
@@ -419,6 +461,17 @@ std::optional<ImmediateEvent> OfiEndpoint::PollImmediate() {
 }
 
 Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
+  if (mode_ == ProgressMode::kThread) {
+    // The progress thread queues events and notifies imm_cv_.
+    std::unique_lock<std::mutex> l(imm_mu_);
+    if (!imm_cv_.wait_until(l, deadline.time(),
+                            [this] { return !imm_queue_.empty(); })) {
+      return Status::TimedOut("no immediate data by the deadline");
+    }
+    ImmediateEvent e = imm_queue_.front();
+    imm_queue_.pop_front();
+    return e;
+  }
   uint64_t idle = 0;
   for (;;) {
     if (auto e = PollImmediate()) return *e;
@@ -430,13 +483,7 @@ Result<ImmediateEvent> OfiEndpoint::WaitImmediate(Deadline deadline) {
       idle = 0;
       continue;
     }
-    if (++idle > 2000) {
-      if (mode_ == ProgressMode::kCaller) {
-        sched_yield();
-      } else {
-        std::this_thread::sleep_for(std::chrono::microseconds(20));
-      }
-    }
+    if (++idle > 2000) sched_yield();
   }
 }
 
@@ -446,6 +493,11 @@ Result<size_t> OfiEndpoint::Progress() {
     return size_t{0};  // another thread is reading the CQ
   fi_cq_data_entry entries[kCqBatch];
   ssize_t n = fi_cq_read(cq_, entries, kCqBatch);
+  return Dispatch(n, entries);
+}
+
+Result<size_t> OfiEndpoint::Dispatch(ssize_t n,
+                                     const fi_cq_data_entry* entries) {
   if (n == -FI_EAGAIN) return size_t{0};
   if (n == -FI_EAVAIL) {
     fi_cq_err_entry err{};
@@ -494,12 +546,41 @@ Result<size_t> OfiEndpoint::Progress() {
   return static_cast<size_t>(n);
 }
 
+Result<size_t> OfiEndpoint::BlockOnCq() {
+  blocked_.store(true);
+  bool idle;
+  {
+    std::lock_guard<std::mutex> l(ops_mu_);
+    idle = inflight_.empty();
+  }
+  Result<size_t> r = size_t{0};
+  if (idle && !stop_.load()) {
+    std::lock_guard<std::mutex> cq_lock(cq_mu_);
+    fi_cq_data_entry entries[kCqBatch];
+    // Reads the CQ (driving the provider's progress) and sleeps on its wait
+    // object until a completion, fi_cq_signal or the timeout.
+    ssize_t n = fi_cq_sread(cq_, entries, kCqBatch, nullptr, kBlockMs);
+    if (n == -FI_ECANCELED || n == -FI_EINTR || n == -FI_ETIMEDOUT)
+      n = -FI_EAGAIN;
+    if (n == -FI_ENOSYS || n == -FI_EOPNOTSUPP) {
+      FABPS_LOG(INFO) << "fi_cq_sread not supported by " << fabric_->provider()
+                      << "; the progress thread polls";
+      can_block_ = false;
+      n = -FI_EAGAIN;
+    }
+    r = Dispatch(n, entries);
+  }
+  blocked_.store(false);
+  return r;
+}
+
 void OfiEndpoint::ProgressLoop() {
-  // Stay hot (polling, yielding the core) while anything happened recently:
-  // a large transfer in flight produces no completion until it ends, and
-  // the target side of RMA must keep reading its CQ for tcp and shm to move
-  // the bytes. After a quiet spell, sleep in short steps.
-  constexpr auto kHot = std::chrono::milliseconds(20);
+  // Poll while anything happened recently or a local operation is in flight
+  // (a large transfer produces no completion until it ends, and the provider
+  // moves bytes only when its CQ is read); after kHot of quiet, block on the
+  // CQ's wait object, which wakes on arriving data, completions, a new local
+  // operation (NewOp signals) and Shutdown. Without a wait object, sleep in
+  // short steps instead.
   auto last_activity = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
     auto r = Progress();
@@ -518,11 +599,20 @@ void OfiEndpoint::ProgressLoop() {
       last_activity = now;
       continue;
     }
-    if (now - last_activity < kHot) {
+    if (now - last_activity < (can_block_ ? kHot : kHotPolling)) {
       sched_yield();
-    } else {
-      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
     }
+    if (!can_block_) {
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+      continue;
+    }
+    auto b = BlockOnCq();
+    if (!b.ok()) {
+      FABPS_LOG(ERROR) << "progress thread: " << b.status().ToString();
+      continue;
+    }
+    if (b.value() > 0) last_activity = std::chrono::steady_clock::now();
   }
 }
 

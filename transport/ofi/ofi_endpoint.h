@@ -87,6 +87,12 @@ class OfiEndpoint final : public Endpoint,
   std::shared_ptr<Op> NewOp(int parts);
   void Finish(Op* op);
   Result<fi_addr_t> PeerAddress(PeerId peer);
+  // Handles what fi_cq_read or fi_cq_sread returned (`n` entries or an
+  // error code). Requires cq_mu_.
+  Result<size_t> Dispatch(ssize_t n, const fi_cq_data_entry* entries);
+  // The idle progress thread: unless an operation is in flight, blocks in
+  // fi_cq_sread for at most kBlockMs and dispatches what it read.
+  Result<size_t> BlockOnCq();
   void ProgressLoop();
 
   OfiFabric* const fabric_;
@@ -95,6 +101,10 @@ class OfiEndpoint final : public Endpoint,
   bool ordered_writes_ = false;
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
+  // The CQ has a wait object (kThread on a provider that offers one).
+  // Written before the progress thread starts, then only by it.
+  std::atomic<bool> can_block_{false};
+  std::atomic<bool> blocked_{false};  // the progress thread is in BlockOnCq
   fid_ep* ep_ = nullptr;
   std::string address_;
 
