@@ -33,9 +33,11 @@
 //
 // Progress: libfabric's tcp and shm providers make progress only when someone
 // reads the completion queue, on the target side too. An Endpoint made with
-// ProgressMode::kThread runs a thread that does so; with kCaller the owner
-// must call Progress() (Wait() on a completion does it too). A process that
-// is the target of RMA and does nothing else needs kThread.
+// ProgressMode::kThread runs a thread that does so (on tcp;ofi_rxm and verbs
+// it blocks on the completion queue's wait object when nothing is in flight;
+// shm and sockets keep polling); with kCaller the owner must call Progress()
+// (Wait() on a completion does it too). A process that is the target of RMA
+// and does nothing else needs kThread.
 //
 // Threads: every method of Fabric, Endpoint and MemoryRegion may be called
 // from any thread concurrently. Completion is safe to poll from several
@@ -136,8 +138,9 @@ class Completion {
   Completion() = default;
   explicit Completion(std::shared_ptr<internal::OpState> s);
 
-  // Waits until the operation completes or `deadline` passes, driving the
-  // endpoint's progress while it waits. Returns the operation's Status, or
+  // Waits until the operation completes or `deadline` passes: on a kCaller
+  // endpoint driving its progress, on a kThread endpoint sleeping (after a
+  // short spin) until the progress thread completes it. Returns the operation's Status, or
   // TimedOut (the operation stays posted; its memory must stay valid until
   // the endpoint is closed).
   Status Wait(Deadline deadline);
