@@ -14,7 +14,8 @@ namespace {
 using wire::PushKind;
 
 TEST(PushWord, KindsRoundTripAndOtherTagsAreRefused) {
-  for (PushKind k : {PushKind::kDense, PushKind::kRows, PushKind::kRowsRead}) {
+  for (PushKind k : {PushKind::kDense, PushKind::kRows, PushKind::kRowsRead,
+                     PushKind::kDenseStep}) {
     auto d = wire::DecodePush(wire::EncodePush({3, 7, 12345, k}));
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->kind, k);
@@ -22,7 +23,7 @@ TEST(PushWord, KindsRoundTripAndOtherTagsAreRefused) {
     EXPECT_EQ(d->slot, 7u);
     EXPECT_EQ(d->block, 12345u);
   }
-  for (uint64_t tag : {0x00, 0xA4, 0xA8, 0xFF})
+  for (uint64_t tag : {0x00, 0xA4, 0xA9, 0xFF})
     EXPECT_FALSE(wire::DecodePush(tag << 56).ok()) << tag;
 }
 
