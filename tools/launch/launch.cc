@@ -239,6 +239,7 @@ class Launcher {
   int kills_done_ = 0;
   std::vector<std::string> kill_log_;
   std::mt19937_64 rng_;
+  int64_t kill_pick_ = -1;  // the next kill's slot, once drawn
   trainer::MasterStatusSummary master_status_;
   std::unique_ptr<Supervisor> sup_;
   StallWatch progress_watch_;
@@ -524,29 +525,37 @@ void Launcher::MaybeKill() {
   }
   if (now < next_kill_) return;
   next_kill_ = now + KillInterval();
-  std::vector<std::string> victims;
+  // The victim is one of a fixed list of slots (each trainer, each
+  // pserver, "the leading master"), drawn once per kill and kept until it
+  // can be killed: the same --kill-seed gives the same victims whatever
+  // the timing.
+  std::vector<std::string> slots;
   if (f_.kill_target == "any" || f_.kill_target == "trainer") {
     for (int t = 0; t < f_.trainers; t++)
-      victims.push_back("trainer-" + std::to_string(t));
+      slots.push_back("trainer-" + std::to_string(t));
   }
   if (f_.kill_target == "any" || f_.kill_target == "pserver") {
     for (int p = 0; p < f_.pservers; p++)
-      victims.push_back("pserver-" + std::to_string(p));
+      slots.push_back("pserver-" + std::to_string(p));
   }
-  if (f_.kill_target == "any" || f_.kill_target == "master") {
-    // The leading master: the running one that has written its port file
-    // (a restarted master stands by and writes it only when it leads).
+  if (f_.kill_target == "any" || f_.kill_target == "master")
+    slots.push_back("leading master");
+  if (kill_pick_ < 0) kill_pick_ = static_cast<int64_t>(rng_() % slots.size());
+  std::string v = slots[kill_pick_];
+  if (v == "leading master") {
+    // The running one that has written its port file (a restarted master
+    // stands by and writes it only when it leads).
+    v.clear();
     for (const char* m : {"master", "master-standby"}) {
       Child* c = group_.Find(m);
       auto port = ReadWholeFile(f_.run_dir + "/" + m + ".port", 64);
-      if (c != nullptr && c->running && port.ok() && !port->empty())
-        victims.push_back(m);
+      if (c != nullptr && c->running && port.ok() && !port->empty()) v = m;
     }
+    if (v.empty()) return;  // a take-over under way: try again later
   }
-  if (victims.empty()) return;
-  std::string v = victims[rng_() % victims.size()];
   Child* c = group_.Find(v);
-  if (c == nullptr || !c->running) return;
+  if (c == nullptr || !c->running) return;  // its restart is under way
+  kill_pick_ = -1;
   sup_->Cancel(v);
   group_.Kill(v);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));

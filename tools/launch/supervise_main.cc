@@ -70,6 +70,14 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 3600000));
   app.positionals_at_end();
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
+  // CLI11 hands the "--" separator on with the command.
+  if (!command.empty() && command.front() == "--")
+    command.erase(command.begin());
+  if (command.empty()) {
+    std::fprintf(stderr, "command: no program given after --\n");
+    return 2;
+  }
+  so.budget_flag = "--restarts";
   so.note = [](const std::string& line) {
     std::fprintf(stderr, "fabps-supervise: %s\n", line.c_str());
   };

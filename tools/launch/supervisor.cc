@@ -55,9 +55,10 @@ Status Supervisor::OnEnded(const std::string& name) {
   if (WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 2) {
     return Status::FailedPrecondition(
         name + " failed (" + how +
-        ": its flags or the job's settings are wrong; not restarted); last "
-        "lines of " +
-        c->log + ":\n" + TailOfFile(c->log, 25));
+        ": its flags or the job's settings are wrong; not restarted)" +
+        (c->log.empty()
+             ? ""
+             : "; last lines of " + c->log + ":\n" + TailOfFile(c->log, 25)));
   }
   return Schedule(*c, how);
 }
@@ -72,14 +73,15 @@ Status Supervisor::Replace(const std::string& name, const std::string& why) {
 Status Supervisor::Schedule(Child& c, const std::string& how) {
   const std::string& name = c.name;
   const std::string role = RoleOf(name);
-  const std::string tail =
-      "; last lines of " + c.log + ":\n" + TailOfFile(c.log, 25);
+  const std::string tail = c.log.empty() ? ""
+                                         : "; last lines of " + c.log + ":\n" +
+                                               TailOfFile(c.log, 25);
   int& used = used_[role];
   if (used >= o_.restarts_per_role) {
-    return Status::FailedPrecondition(name + " failed (" + how + ") and role " +
-                                      role + " used all " +
-                                      std::to_string(o_.restarts_per_role) +
-                                      " restarts (--restarts-per-role)" + tail);
+    return Status::FailedPrecondition(
+        name + " failed (" + how + ") and role " + role + " used all " +
+        std::to_string(o_.restarts_per_role) + " restarts (" + o_.budget_flag +
+        ")" + tail);
   }
   used++;
   double delay = std::min(o_.backoff_max_s,

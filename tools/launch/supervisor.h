@@ -38,6 +38,8 @@ struct SupervisorOptions {
   int restarts_per_role = 10;
   double backoff_initial_s = 0.5;
   double backoff_max_s = 8;
+  // The flag that sets restarts_per_role, named when the budget is out.
+  std::string budget_flag = "--restarts-per-role";
   // Runs just before a child is started again (e.g. removes its port file
   // so that a waiter sees the new one).
   std::function<void(const std::string& name)> before_restart;
