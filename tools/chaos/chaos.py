@@ -95,6 +95,7 @@ class Trial:
         self.role_pick = rng.choice(ROLES) if self.role == "any" else self.role
         self.victim_pick = rng.random()  # which process of the role
         self.describe = ""
+        self.injected = False  # the fault happened (the job still ran)
 
 
 def run_job(args, run_dir, trial, time_limit):
@@ -160,6 +161,7 @@ def inject(trial, run_dir, job, start, time_limit, stopped):
         trial.describe = "no %s running at the fault" % trial.role_pick
         return
     pid = pids[int(trial.victim_pick * len(pids))]
+    trial.injected = True
     if trial.fault == "kill":
         os.kill(pid, signal.SIGKILL)
         trial.describe = "kill -9 %s (pid %d) %.1f s into training" % (
@@ -247,10 +249,13 @@ def main():
             acc = last_accuracy(out)
             ok = code == 0
             failed_any |= not ok
-            results[k].append((ok, wall, acc, code is None,
-                               wall <= limit))
+            # A job that ended before its fault proves nothing: not counted.
+            if trial.injected or not ok:
+                results[k].append((ok, wall, acc, code is None,
+                                   wall <= limit))
             print("%-13s #%-3d %s %6.1f s acc %s  %s%s" % (
-                k, i, "survived" if ok else ("HUNG" if code is None else
+                k, i, "no fault" if ok and not trial.injected else
+                "survived" if ok else ("HUNG" if code is None else
                                              "FAILED(%d)" % code),
                 wall, "%.4f" % acc if acc is not None else "-",
                 trial.describe, "" if ok else "  [" + run_dir + "]"),
@@ -261,6 +266,9 @@ def main():
     print("| --- | --- | --- | --- | --- |")
     for k in kinds:
         r = results[k]
+        if not r:
+            print("| %s | 0/0 (no fault landed) | - | - | - |" % k)
+            continue
         accs = [a for ok, _, a, _, _ in r if ok and a is not None]
         walls = [w for _, w, _, _, _ in r]
         print("| %s | %d/%d | %.1f / %.1f | %d/%d | %s |" % (
