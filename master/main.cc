@@ -19,6 +19,7 @@
 
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <cstdlib>
 #include <fstream>
 #include <memory>
 #include <string>
@@ -157,10 +158,13 @@ int Run(const Flags& flags) {
       break;
     }
     if (!(*lead)->held()) {
+      // No orderly teardown: a standby may lead already, and RPC workers
+      // in mid-call would hold the exit up.
       FABPS_LOG(ERROR) << "lost master/lock (store unreachable for a lease "
-                          "TTL?): stopping at once; a standby takes over";
-      (*server)->Stop();
-      return 3;
+                          "TTL?): exiting at once (status 3); a standby takes "
+                          "over";
+      std::fflush(nullptr);
+      std::_Exit(3);
     }
     Status s = (*dispatcher)->ExpireTimedOut();
     if (!s.ok()) {

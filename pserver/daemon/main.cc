@@ -18,8 +18,8 @@
 // there) and records each checkpoint under ps/<i>/checkpoint (directory,
 // file, CRC, time: coord/protocol/checkpoint_record.h). A pserver that
 // loses its lease (store unreachable for the TTL) exits with status 3 at
-// once, without checkpointing, rather than risk two owners of one index;
-// SIGTERM checkpoints and releases the claim.
+// once (_Exit: no teardown), without checkpointing, rather than risk two owners
+// of one index; SIGTERM checkpoints and releases the claim.
 //
 // --metrics-port / --metrics-port-file serve Prometheus metrics on --host
 // (metrics/metrics_flags.h, pserver/daemon/pserver_metrics.h).
@@ -31,6 +31,7 @@
 #include <CLI/CLI.hpp>
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <thread>
@@ -271,10 +272,15 @@ int Serve(Flags f, const std::string& token) {
       break;
     }
     if (claim.index && !claim.index->held()) {
+      // Another pserver may own the index already: no more answers, no
+      // checkpoint, no orderly teardown (the fabric's in-flight credits and
+      // the RPC workers would hold the exit for their timeouts, 25-40 s,
+      // while trainers wait on an address that must move). The supervisor
+      // restarts us; the restart claims again from the newest checkpoint.
       FABPS_LOG(ERROR) << "lost the claim on index " << f.index
-                       << ": stopping at once, without a checkpoint";
-      (*server)->Stop();
-      return 3;
+                       << ": exiting at once (status 3), without a checkpoint";
+      std::fflush(nullptr);
+      std::_Exit(3);
     }
     auto now = std::chrono::steady_clock::now();
     if (period_ms > 0 &&

@@ -16,7 +16,18 @@
 // (--kill-target) N times during the run, every --kill-every seconds from
 // the moment training starts, and restarts it, to show fault tolerance live:
 // a restarted pserver takes its free index back from its checkpoint, a
-// killed master's standby takes over. The job's processes
+// killed master's standby takes over. Its victims come from --kill-seed
+// (random by default, printed: the same seed replays the same victims).
+//
+// Supervision (tools/launch/supervisor.h): any process that ends without the
+// launcher causing it (kill -9 from outside, a crash, exit 3 after a lost
+// lease, a standby master's death) is restarted with back-off, up to
+// --restarts-per-role restarts per role; a pserver that stops answering its
+// status calls for --unresponsive-timeout seconds (frozen) is killed and
+// restarted the same way. The job fails only when a role runs out of
+// restarts, or when it makes no progress (no task done, no update applied)
+// for --stall-timeout seconds, with a diagnosis naming the processes. The
+// job's processes
 // share a random job token ($FABPS_JOB_TOKEN unless already set); --tls puts
 // the control plane on mutual TLS with a throw-away CA.
 #include <arpa/inet.h>
@@ -49,6 +60,8 @@
 #include "thrift_gen/pserver/PServer.h"
 #include "tools/launch/process_group.h"
 #include "tools/launch/progress_display.h"
+#include "tools/launch/stall_watch.h"
+#include "tools/launch/supervisor.h"
 #include "trainer/master_client.h"
 
 namespace fs = std::filesystem;
@@ -90,6 +103,15 @@ struct Flags {
   // Given on the command line (else each model's trainer has its defaults).
   bool batch_given = false, rule_given = false, lr_given = false;
   bool Ctr() const { return model == "ctr"; }
+  uint64_t kill_seed = 0;  // 0: a random one (printed)
+  // Supervision (tools/launch/supervisor.h) and liveness.
+  int restarts_per_role = 10;
+  double stall_timeout_s = 180;
+  double unresponsive_s = 15;
+  // 10 s: the master and the pservers keep their claims through a store
+  // outage of 6.6 s at least (renewals every TTL/3), and a killed one's
+  // restart takes its index back after at most 10 s (docs/leases.md).
+  int lease_ttl_s = 10;
 };
 
 // The programs of --trainer, in the build tree; both take the same flags.
@@ -199,6 +221,12 @@ class Launcher {
   // display.
   void ShowProgress();
   void MaybeKill();
+  // Restarts what ended on its own, replaces frozen pservers, and watches
+  // the job's progress; the reason when the job must fail.
+  Status Supervise(const std::vector<std::string>& ended,
+                   std::vector<bool>* finished);
+  // What each process is doing, for a job that stopped progressing.
+  std::string Diagnosis();
   int Finish(bool ok, const std::string& why);
   std::string Bin(const std::string& rel) const {
     return f_.bin_dir + "/" + rel;
@@ -232,9 +260,14 @@ class Launcher {
   }
   int kills_done_ = 0;
   std::vector<std::string> kill_log_;
-  std::mt19937 rng_{12345};
+  std::mt19937_64 rng_;
+  int64_t kill_pick_ = -1;  // the next kill's slot, once drawn
   trainer::MasterStatusSummary master_status_;
   double planted_auc_ = NAN;  // --model ctr: the planted model's test AUC
+  std::unique_ptr<Supervisor> sup_;
+  StallWatch progress_watch_;
+  std::vector<StallWatch> ps_answers_;  // per pserver: status calls answered
+  std::vector<int64_t> ps_answered_;
 };
 
 Status Launcher::PrepareData() {
@@ -345,13 +378,13 @@ Status Launcher::StartMaster() {
   for (const char* name : {"master", "master-standby"}) {
     std::string port_file = f_.run_dir + "/" + name + ".port";
     ::unlink(port_file.c_str());
-    FABPS_RETURN_IF_ERROR(
-        group_.Start(name,
-                     {Bin("master/fabps-master"), "--store", store_spec_,
-                      "--job", f_.job, "--port", "0", "--port-file", port_file,
-                      "--task-timeout", std::to_string(f_.task_timeout_ms),
-                      "--chunks-per-task", "1", "--lease-ttl", "3"},
-                     f_.run_dir + "/" + name + ".log"));
+    FABPS_RETURN_IF_ERROR(group_.Start(
+        name,
+        {Bin("master/fabps-master"), "--store", store_spec_, "--job", f_.job,
+         "--port", "0", "--port-file", port_file, "--task-timeout",
+         std::to_string(f_.task_timeout_ms), "--chunks-per-task", "1",
+         "--lease-ttl", std::to_string(f_.lease_ttl_s)},
+        f_.run_dir + "/" + name + ".log"));
     if (std::string(name) == "master") {
       FABPS_RETURN_IF_ERROR(
           WaitForPortFile(group_, name, port_file, 30000).status());
@@ -374,7 +407,7 @@ Status Launcher::StartPservers() {
                                         "--job",
                                         f_.job,
                                         "--lease-ttl",
-                                        "3",
+                                        std::to_string(f_.lease_ttl_s),
                                         "--num-pservers",
                                         std::to_string(f_.pservers),
                                         "--provider",
@@ -523,6 +556,7 @@ void Launcher::ShowProgress() {
     if (conn.Call("GetStatus",
                   [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); })
             .ok()) {
+      ps_answers_[i].Observe(++ps_answered_[i], now);
       applied += st.gradients_applied;
       provider_seen_ = st.provider;
     }
@@ -535,6 +569,9 @@ void Launcher::ShowProgress() {
     last_rate_ = now;
   }
   updates_ = applied;
+  progress_watch_.Observe(
+      applied + master_status_.done + int64_t{1000000} * master_status_.pass,
+      now);
   double sps = 0, loss = 0;
   int with_loss = 0;
   for (const auto& v : views_) {
@@ -566,29 +603,38 @@ void Launcher::MaybeKill() {
   }
   if (now < next_kill_) return;
   next_kill_ = now + KillInterval();
-  std::vector<std::string> victims;
+  // The victim is one of a fixed list of slots (each trainer, each
+  // pserver, "the leading master"), drawn once per kill and kept until it
+  // can be killed: the same --kill-seed gives the same victims whatever
+  // the timing.
+  std::vector<std::string> slots;
   if (f_.kill_target == "any" || f_.kill_target == "trainer") {
     for (int t = 0; t < f_.trainers; t++)
-      victims.push_back("trainer-" + std::to_string(t));
+      slots.push_back("trainer-" + std::to_string(t));
   }
   if (f_.kill_target == "any" || f_.kill_target == "pserver") {
     for (int p = 0; p < f_.pservers; p++)
-      victims.push_back("pserver-" + std::to_string(p));
+      slots.push_back("pserver-" + std::to_string(p));
   }
-  if (f_.kill_target == "any" || f_.kill_target == "master") {
-    // The leading master: the running one that has written its port file
-    // (a restarted master stands by and writes it only when it leads).
+  if (f_.kill_target == "any" || f_.kill_target == "master")
+    slots.push_back("leading master");
+  if (kill_pick_ < 0) kill_pick_ = static_cast<int64_t>(rng_() % slots.size());
+  std::string v = slots[kill_pick_];
+  if (v == "leading master") {
+    // The running one that has written its port file (a restarted master
+    // stands by and writes it only when it leads).
+    v.clear();
     for (const char* m : {"master", "master-standby"}) {
       Child* c = group_.Find(m);
       auto port = ReadWholeFile(f_.run_dir + "/" + m + ".port", 64);
-      if (c != nullptr && c->running && port.ok() && !port->empty())
-        victims.push_back(m);
+      if (c != nullptr && c->running && port.ok() && !port->empty()) v = m;
     }
+    if (v.empty()) return;  // a take-over under way: try again later
   }
-  if (victims.empty()) return;
-  std::string v = victims[rng_() % victims.size()];
   Child* c = group_.Find(v);
-  if (c == nullptr || !c->running) return;
+  if (c == nullptr || !c->running) return;  // its restart is under way
+  kill_pick_ = -1;
+  sup_->Cancel(v);
   group_.Kill(v);
   std::this_thread::sleep_for(std::chrono::milliseconds(500));
   ::unlink((f_.run_dir + "/" + v + ".port").c_str());
@@ -598,6 +644,79 @@ void Launcher::MaybeKill() {
                     (s.ok() ? "" : ": restart failed: " + s.ToString());
   kill_log_.push_back(msg);
   display_.Note(msg);
+}
+
+Status Launcher::Supervise(const std::vector<std::string>& ended,
+                           std::vector<bool>* finished) {
+  for (const auto& name : ended) {
+    Child* c = group_.Find(name);
+    bool clean = WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 0;
+    if (name.rfind("trainer-", 0) == 0 && clean) {
+      (*finished)[std::stoi(name.substr(8))] = true;
+      continue;
+    }
+    if (c->killed_on_purpose) continue;
+    FABPS_RETURN_IF_ERROR(sup_->OnEnded(name));
+  }
+  // A pserver that runs, has served (its port file is there) and answers
+  // no status call for --unresponsive-timeout is frozen: the trainers wait
+  // on it, and its claim may be gone already. Its restart takes over.
+  for (int i = 0; i < f_.pservers; i++) {
+    std::string name = "pserver-" + std::to_string(i);
+    Child* c = group_.Find(name);
+    auto port = ReadWholeFile(f_.run_dir + "/" + name + ".port", 64);
+    if (c == nullptr || !c->running || !port.ok() || port->empty()) {
+      ps_answers_[i].Reset();
+      continue;
+    }
+    double still = ps_answers_[i].StillFor();
+    if (still >= f_.unresponsive_s) {
+      char why[128];
+      std::snprintf(why, sizeof(why),
+                    "answered no status call for %.0f s "
+                    "(--unresponsive-timeout): frozen",
+                    still);
+      FABPS_RETURN_IF_ERROR(sup_->Replace(name, why));
+      ps_answers_[i].Reset();
+    }
+  }
+  FABPS_RETURN_IF_ERROR(sup_->StartDue());
+  double still = progress_watch_.StillFor();
+  if (still >= f_.stall_timeout_s) {
+    char what[160];
+    std::snprintf(what, sizeof(what),
+                  "no progress (no task done, no update applied) for %.0f s "
+                  "(--stall-timeout)",
+                  still);
+    return Status::TimedOut(std::string(what) + "\n" + Diagnosis());
+  }
+  return Status::OK();
+}
+
+std::string Launcher::Diagnosis() {
+  std::string out = "master: pass " + std::to_string(master_status_.pass + 1) +
+                    ", " + std::to_string(master_status_.done) + " of " +
+                    std::to_string(master_status_.num_tasks) + " tasks done\n";
+  for (const std::string& name : group_.Names()) {
+    Child* c = group_.Find(name);
+    std::string state =
+        c->running ? "running, pid " + std::to_string(c->process.pid())
+        : sup_->Pending(name) ? "waiting for its restart"
+                              : "ended (" + DescribeEnd(c->wait_status) + ")";
+    if (name.rfind("pserver-", 0) == 0 && c->running) {
+      int i = std::stoi(name.substr(8));
+      char buf[96];
+      std::snprintf(buf, sizeof(buf),
+                    "; last answered a status call %.0f s ago",
+                    ps_answers_[i].StillFor());
+      state += buf;
+    }
+    std::string last = TailOfFile(c->log, 1);
+    out += "  " + name + ": " + state + "; restarts of role " + RoleOf(name) +
+           ": " + std::to_string(sup_->Used(RoleOf(name))) + "; its log (" +
+           c->log + ") ends with:\n  " + last;
+  }
+  return out;
 }
 
 int Launcher::Finish(bool ok, const std::string& why) {
@@ -630,6 +749,13 @@ int Launcher::Finish(bool ok, const std::string& why) {
   }
   for (const auto& k : kill_log_)
     std::printf("fault injected: %s\n", k.c_str());
+  if (sup_) {
+    for (const auto& r : sup_->log())
+      std::printf("supervisor: %s\n", r.c_str());
+  }
+  if (f_.kill_random > 0)
+    std::printf("fault injection seed: %llu (--kill-seed replays it)\n",
+                static_cast<unsigned long long>(f_.kill_seed));
   if (kills_done_ < f_.kill_random)
     std::printf("fault injection: %d of %d kills done before the job ended\n",
                 kills_done_, f_.kill_random);
@@ -643,12 +769,31 @@ int Launcher::Finish(bool ok, const std::string& why) {
 int Launcher::Run() {
   start_ = last_rate_ = std::chrono::steady_clock::now();
   next_kill_ = start_ + KillInterval();
+  if (f_.kill_seed == 0) {
+    std::random_device rd;
+    f_.kill_seed = (uint64_t{rd()} << 32 | rd()) | 1;
+  }
+  rng_.seed(f_.kill_seed);
+  SupervisorOptions so;
+  so.restarts_per_role = f_.restarts_per_role;
+  so.before_restart = [this](const std::string& name) {
+    // A waiter (and the status poll) must see the new port only.
+    ::unlink((f_.run_dir + "/" + name + ".port").c_str());
+  };
+  so.note = [this](const std::string& line) { display_.Note(line); };
+  sup_ = std::make_unique<Supervisor>(&group_, so);
+  ps_answers_.assign(f_.pservers, StallWatch());
+  ps_answered_.assign(f_.pservers, 0);
   fs::create_directories(f_.run_dir);
   std::printf(
       "fabps-launch: %d pservers, %d trainers, provider %s, %d passes; run dir "
       "%s\n",
       f_.pservers, f_.trainers, f_.provider.c_str(), f_.passes,
       f_.run_dir.c_str());
+  if (f_.kill_random > 0) {
+    std::printf("fault injection seed: %llu (--kill-seed replays it)\n",
+                static_cast<unsigned long long>(f_.kill_seed));
+  }
   Status s = PrepareData();
   if (s.ok()) s = StartEtcd();
   if (s.ok()) s = StartMaster();
@@ -656,31 +801,20 @@ int Launcher::Run() {
   if (s.ok()) s = StartTrainers();
   if (!s.ok()) return Finish(false, s.ToString());
   std::vector<bool> finished(f_.trainers, false);
+  progress_watch_.Reset();
+  for (auto& w : ps_answers_) w.Reset();
   for (;;) {
     if (g_signal != 0) {
       display_.Finish(false);
       return Finish(false, "interrupted: stopped every process");
     }
-    for (const auto& name : group_.Reap()) {
-      Child* c = group_.Find(name);
-      bool clean =
-          WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 0;
-      if (name.rfind("trainer-", 0) == 0 && clean) {
-        finished[std::stoi(name.substr(8))] = true;
-        continue;
-      }
-      if (c->killed_on_purpose) continue;
-      std::string how =
-          WIFEXITED(c->wait_status)
-              ? "exit code " + std::to_string(WEXITSTATUS(c->wait_status))
-              : "signal " + std::to_string(WTERMSIG(c->wait_status));
-      ShowProgress();
-      display_.Finish(false);
-      return Finish(false, name + " failed (" + how + "); last lines of " +
-                               c->log + ":\n" + TailOfFile(c->log, 25));
-    }
     ReadMetrics();
     ShowProgress();
+    s = Supervise(group_.Reap(), &finished);
+    if (!s.ok()) {
+      display_.Finish(false);
+      return Finish(false, s.message());
+    }
     bool all = true;
     for (bool b : finished) all = all && b;
     if (all) {
@@ -741,6 +875,8 @@ int main(int argc, char** argv) {
       "  fabps-launch --passes 2 --trainers 3 --provider shm\n"
       "  fabps-launch --kill-random 2            kill -9 and restart a "
       "random process twice\n"
+      "  fabps-launch --kill-random 2 --kill-seed 7  the same victims as "
+      "last time it printed seed 7\n"
       "  fabps-launch --kill-random 1 --kill-target master --start-etcd\n"
       "                                          the standby master takes "
       "over, on etcd\n"
@@ -827,6 +963,26 @@ int main(int argc, char** argv) {
                  "--model ctr: training impressions to generate (test: a "
                  "tenth, at least 20000)")
       ->check(CLI::Range(int64_t{1000}, int64_t{1} << 32));
+  app.add_option("--kill-seed", f.kill_seed,
+                 "seed of --kill-random's victims (default 0: a random one, "
+                 "printed; the same seed replays the same victims)");
+  app.add_option("--restarts-per-role", f.restarts_per_role,
+                 "restarts of the processes of one role (trainer, pserver, "
+                 "master, etcd) before the job fails")
+      ->check(CLI::Range(0, 10000));
+  app.add_option("--stall-timeout", f.stall_timeout_s,
+                 "seconds without progress (no task done, no update applied) "
+                 "before the job fails with a diagnosis")
+      ->check(CLI::Range(5.0, 86400.0));
+  app.add_option("--unresponsive-timeout", f.unresponsive_s,
+                 "seconds a serving pserver may answer no status call before "
+                 "it is killed and restarted (frozen)")
+      ->check(CLI::Range(2.0, 86400.0));
+  app.add_option("--lease-ttl", f.lease_ttl_s,
+                 "seconds: the master's and the pservers' leases in the "
+                 "store (rides out outages of 2/3 of it; a killed process's "
+                 "restart waits up to it)")
+      ->check(CLI::Range(2, 600));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   f.batch_given = batch->count() > 0;
   f.rule_given = rule->count() > 0;

@@ -64,6 +64,12 @@ Child* ProcessGroup::Find(const std::string& name) {
   return it == children_.end() ? nullptr : &it->second;
 }
 
+std::vector<std::string> ProcessGroup::Names() const {
+  std::vector<std::string> out;
+  for (const auto& [name, c] : children_) out.push_back(name);
+  return out;
+}
+
 void ProcessGroup::Kill(const std::string& name) {
   Child* c = Find(name);
   if (c == nullptr || !c->running) return;

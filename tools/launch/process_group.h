@@ -37,6 +37,8 @@ class ProcessGroup {
   // Reaps children that exited; returns the names of those that did.
   std::vector<std::string> Reap();
   Child* Find(const std::string& name);
+  // The names of every child started so far, in name order.
+  std::vector<std::string> Names() const;
   void Kill(const std::string& name);  // SIGKILL, marked on purpose
   // SIGTERM to every running child, SIGKILL after grace_ms; reaps them all.
   void StopAll(int grace_ms);
