@@ -140,9 +140,9 @@ class Completion {
 
   // Waits until the operation completes or `deadline` passes: on a kCaller
   // endpoint driving its progress, on a kThread endpoint sleeping (after a
-  // short spin) until the progress thread completes it. Returns the operation's Status, or
-  // TimedOut (the operation stays posted; its memory must stay valid until
-  // the endpoint is closed).
+  // short spin) until the progress thread completes it. Returns the operation's
+  // Status, or TimedOut (the operation stays posted; its memory must stay valid
+  // until the endpoint is closed).
   Status Wait(Deadline deadline);
   // Non-blocking: the Status when done, nullopt while in flight. Does not
   // drive progress.
