@@ -15,8 +15,9 @@ namespace wire = fabps::pserver::wire;
 
 void CheckValue(uint64_t v) {
   auto push = wire::DecodePush(v);
-  const uint64_t tag = v >> 56;  // 0xA5 dense, 0xA6 rows, 0xA7 rows read
-  FABPS_FUZZ_CHECK(push.ok() == (tag >= 0xA5 && tag <= 0xA7));
+  // 0xA5 dense, 0xA6 rows, 0xA7 rows read, 0xA8 a sync step's dense block
+  const uint64_t tag = v >> 56;
+  FABPS_FUZZ_CHECK(push.ok() == (tag >= 0xA5 && tag <= 0xA8));
   if (push.ok()) {
     FABPS_FUZZ_CHECK(push->trainer <= wire::kMaxTrainerIndex);
     FABPS_FUZZ_CHECK(push->slot < wire::kMaxSlots);
