@@ -165,3 +165,20 @@ def test_a_killed_pserver_restarts_and_scancel_leaves_nothing(slurm):
              f"every process of the cancelled job to end; left: "
              f"{processes_of(run)}")
     assert "fabps job finished" not in read(out)
+
+
+def test_a_failing_job_says_so_in_its_exit_status(slurm):
+    missing = os.path.join(slurm.top, "no-such-data")
+    job, out, run = submit(slurm, "fail", [
+        "--passes", "1", "--restarts", "0",
+        "--dataset", os.path.join(missing, "train-*"),
+        "--test-data", os.path.join(missing, "test-*")])
+    fields = slurm.wait_job_end(job, 180)
+    text = read(out)
+    assert fields.get("JobState") == "FAILED", f"{fields}\n{text}"
+    assert fields.get("ExitCode", "0:0") != "0:0", fields
+    assert re.search(r"fabps job FAILED: the trainers' step exited [1-9]", text), text
+    assert "fabps job finished" not in text, text
+    assert "no-such-data" in read(os.path.join(run, "logs", "trainer-0.log"))
+    wait_for(lambda: not processes_of(run), 60,
+             f"the failed job's processes to end: {processes_of(run)}")
