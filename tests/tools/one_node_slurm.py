@@ -28,13 +28,15 @@ def free_port():
         return s.getsockname()[1]
 
 
-def _wait(predicate, seconds, what):
+def wait_until(predicate, seconds, what):
+    """Polls predicate every 0.2 s; TimeoutError naming `what` after
+    `seconds`."""
     end = time.monotonic() + seconds
     while time.monotonic() < end:
         if predicate():
             return
         time.sleep(0.2)
-    raise SlurmError(f"{what}: not within {seconds} s")
+    raise TimeoutError(f"{what}: not within {seconds} s")
 
 
 class OneNodeSlurm:
@@ -53,7 +55,7 @@ class OneNodeSlurm:
             self._write_conf()
             self._start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", self.conf])
             self._start("slurmd", ["/usr/sbin/slurmd", "-D", "-f", self.conf])
-            _wait(self._node_idle, 60, "the Slurm node to become idle")
+            wait_until(self._node_idle, 60, "the Slurm node to become idle")
         except BaseException:
             self.stop()
             raise
@@ -100,7 +102,7 @@ class OneNodeSlurm:
                 return True
             return False
 
-        _wait(done, seconds, f"Slurm job {job_id} to end")
+        wait_until(done, seconds, f"Slurm job {job_id} to end")
         return ended
 
     def log_tail(self, lines=30):
@@ -141,7 +143,7 @@ class OneNodeSlurm:
             "--log-file", os.path.join(key_dir, "munged.log"),
             "--seed-file", os.path.join(key_dir, "munged.seed")],
             user=munge.pw_uid, group=munge.pw_gid)
-        _wait(lambda: self._running() and os.path.exists(self.munge_socket),
+        wait_until(lambda: self._running() and os.path.exists(self.munge_socket),
               30, "munged's socket")
 
     def _write_conf(self):
@@ -208,9 +210,9 @@ PartitionName=fabps Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             try:
                 self.run(["scancel", "--quiet", "--user", "root"], check=False)
-                _wait(lambda: not self.run(["squeue", "-h"], check=False)
+                wait_until(lambda: not self.run(["squeue", "-h"], check=False)
                       .stdout.strip(), 60, "the jobs to end")
-            except (SlurmError, subprocess.TimeoutExpired):
+            except (TimeoutError, SlurmError, subprocess.TimeoutExpired):
                 pass
         for name in ("slurmd", "slurmctld", "munged"):
             p = self.procs.pop(name, None)

@@ -14,11 +14,10 @@ import shutil
 import signal
 import subprocess
 import tempfile
-import time
 
 import pytest
 
-from one_node_slurm import OneNodeSlurm, missing_programs
+from one_node_slurm import OneNodeSlurm, missing_programs, wait_until
 
 SOURCE = os.environ.get("FABPS_SOURCE_DIR", "")
 BUILD = os.environ.get("FABPS_BUILD_DIR", "")
@@ -42,15 +41,6 @@ def processes_of(run_dir):
         if not zombie and any(run_dir in a for a in text):
             out.append((int(entry), text))
     return out
-
-
-def wait_for(predicate, seconds, what):
-    end = time.monotonic() + seconds
-    while time.monotonic() < end:
-        if predicate():
-            return
-        time.sleep(0.2)
-    pytest.fail(f"{what}: not within {seconds} s")
 
 
 def read(path):
@@ -118,7 +108,7 @@ def test_a_job_trains_and_ends_clean(slurm):
             f"no log of {name}: {os.listdir(os.path.join(run, 'logs'))}"
     assert "auto picks: " in read(os.path.join(run, "logs", f"doctor-{host}.log"))
     assert os.listdir(os.path.join(run, "checkpoints", "ps-0"))
-    wait_for(lambda: not processes_of(run), 30,
+    wait_until(lambda: not processes_of(run), 30,
              f"the job's processes to end: {processes_of(run)}")
 
 
@@ -139,9 +129,9 @@ def test_a_killed_pserver_restarts_and_scancel_leaves_nothing(slurm):
         "--passes", "50", "--lease-ttl", "3",
         "--dataset", os.path.join(data, "train", "*"),
         "--test-data", os.path.join(data, "test", "*")])
-    wait_for(lambda: "training (" in read(out), 180,
+    wait_until(lambda: "training (" in read(out), 180,
              f"job {job} to start training: {read(out)}")
-    wait_for(lambda: len(pservers_of(run)) == 2, 30, "two pservers")
+    wait_until(lambda: len(pservers_of(run)) == 2, 30, "two pservers")
 
     victim = pservers_of(run)[0]
     os.kill(victim, signal.SIGKILL)  # a process of this test's job
@@ -154,14 +144,14 @@ def test_a_killed_pserver_restarts_and_scancel_leaves_nothing(slurm):
                 return True
         return False
 
-    wait_for(restarted, 60, f"the killed pserver's restart in place:\n{logs(run)}")
+    wait_until(restarted, 60, f"the killed pserver's restart in place:\n{logs(run)}")
     assert victim not in pservers_of(run)
     assert len(pservers_of(run)) == 2
 
     slurm.run(["scancel", str(job)])
     fields = slurm.wait_job_end(job, 120)
     assert fields.get("JobState") == "CANCELLED", fields
-    wait_for(lambda: not processes_of(run), 90,
+    wait_until(lambda: not processes_of(run), 90,
              f"every process of the cancelled job to end; left: "
              f"{processes_of(run)}")
     assert "fabps job finished" not in read(out)
@@ -180,5 +170,5 @@ def test_a_failing_job_says_so_in_its_exit_status(slurm):
     assert re.search(r"fabps job FAILED: the trainers' step exited [1-9]", text), text
     assert "fabps job finished" not in text, text
     assert "no-such-data" in read(os.path.join(run, "logs", "trainer-0.log"))
-    wait_for(lambda: not processes_of(run), 60,
+    wait_until(lambda: not processes_of(run), 60,
              f"the failed job's processes to end: {processes_of(run)}")
