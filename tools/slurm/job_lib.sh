@@ -4,6 +4,12 @@
 # first node of the allocation) and tools/slurm/fabps-role.sh (one process
 # of the job, on any node). Sourced, never run. Every wait here is bounded.
 
+# wait -n -p (fabps_wait_any) came with bash 5.1.
+if ((BASH_VERSINFO[0] < 5 || (BASH_VERSINFO[0] == 5 && BASH_VERSINFO[1] < 1))); then
+  echo "fabps-slurm: bash 5.1 or later is needed, this is $BASH_VERSION" >&2
+  exit 2
+fi
+
 # Prints "fabps-slurm: MESSAGE" on stderr and exits 1 (the driver's EXIT
 # trap then stops what it started).
 fabps_die() {
