@@ -1,9 +1,11 @@
-"""tools/slurm/fabps.sbatch on a real Slurm: a one-node cluster (munged,
-slurmctld, slurmd: tests/tools/one_node_slurm.py) started here on free
-ports, a job sbatch'ed that must train (exit status 0, a test accuracy in
-its output, a log per role, no process left), and a job in which a pserver
-is killed -9 (its fabps-supervise restarts it in place) and which is then
-scancel'ed: nothing of it may be left.
+"""tools/slurm/fabps.sbatch on a real Slurm: a two-node cluster on this
+machine (munged, slurmctld, a slurmd per node: tests/tools/local_slurm.py)
+started here on free ports; a job over both nodes sbatch'ed that must train
+(exit status 0, a test accuracy in its output, a log per role, roles spread
+over the nodes, no process left); a job whose trainers fail (a non-zero
+exit status); and a job in which a pserver is killed -9 (its
+fabps-supervise restarts it in place) and which is then scancel'ed:
+nothing of it may be left.
 
 Run by ctest (slurm_job_test) with FABPS_SOURCE_DIR and FABPS_BUILD_DIR set.
 """
@@ -17,7 +19,7 @@ import tempfile
 
 import pytest
 
-from one_node_slurm import OneNodeSlurm, missing_programs, wait_until
+from local_slurm import LocalSlurm, missing_programs, wait_until
 
 SOURCE = os.environ.get("FABPS_SOURCE_DIR", "")
 BUILD = os.environ.get("FABPS_BUILD_DIR", "")
@@ -54,7 +56,7 @@ def read(path):
 @pytest.fixture(scope="module")
 def slurm():
     if os.geteuid() != 0:
-        pytest.skip("a one-node Slurm needs root (munged as munge, slurmd)")
+        pytest.skip("a local Slurm needs root (munged as munge, slurmd)")
     missing = missing_programs()
     assert not missing, f"{missing} missing: tools/setup.sh installs them"
     assert os.path.isdir(BUILD) and os.path.isfile(SBATCH), \
@@ -63,19 +65,19 @@ def slurm():
     os.chmod(top, 0o755)  # munged (user munge) reaches its socket in it
     os.makedirs(os.path.join(top, "cluster"))
     try:
-        with OneNodeSlurm(os.path.join(top, "cluster")) as cluster:
+        with LocalSlurm(os.path.join(top, "cluster"), nodes=2) as cluster:
             cluster.top = top
             yield cluster
     finally:
         shutil.rmtree(top, ignore_errors=True)
 
 
-def submit(slurm, name, args):
+def submit(slurm, name, args, nodes=1):
     """sbatch's the script; (job id, its output file, its output dir)."""
     out = os.path.join(slurm.top, name + ".out")
     run = os.path.join(slurm.top, name)
     p = slurm.run(["sbatch", "--parsable", "--job-name", name, "--time", "10",
-                   "-o", out, SBATCH, "--output-dir", run,
+                   "-N", str(nodes), "-o", out, SBATCH, "--output-dir", run,
                    "--build-dir", BUILD] + args, cwd=SOURCE)
     return int(p.stdout.strip().split(";")[0]), out, run
 
@@ -90,7 +92,8 @@ def logs(run):
 
 def test_a_job_trains_and_ends_clean(slurm):
     job, out, run = submit(slurm, "train", [
-        "--passes", "1", "--data-dir", os.path.join(slurm.top, "data")])
+        "--passes", "1", "--data-dir", os.path.join(slurm.top, "data")],
+        nodes=2)
     fields = slurm.wait_job_end(job, 300)
     text = read(out)
     assert fields.get("JobState") == "COMPLETED" and \
@@ -101,15 +104,35 @@ def test_a_job_trains_and_ends_clean(slurm):
     # Ten classes: chance is 0.1; one pass of the MLP reaches about 0.85.
     assert float(accuracy[-1]) > 0.6, text
     assert "fabps job finished" in text, text
-    host = slurm.host
     for name in ("etcd", "master-0", "master-1", "pserver-0", "pserver-1",
-                 "trainer-0", "trainer-1", f"doctor-{host}"):
+                 "trainer-0", "trainer-1", "doctor-n1", "doctor-n2"):
         assert read(os.path.join(run, "logs", name + ".log")), \
             f"no log of {name}: {os.listdir(os.path.join(run, 'logs'))}"
-    assert "auto picks: " in read(os.path.join(run, "logs", f"doctor-{host}.log"))
+    for node in ("n1", "n2"):
+        doctor = read(os.path.join(run, "logs", f"doctor-{node}.log"))
+        assert "address: 127.0.0.1" in doctor and "auto picks: " in doctor, doctor
+    # Ranks go round the nodes: rank r of a step on node r % 2.
+    for name, node in (("master-0", 0), ("master-1", 1), ("pserver-0", 0),
+                       ("pserver-1", 1), ("trainer-0", 0), ("trainer-1", 1)):
+        first = read(os.path.join(run, "logs", name + ".log")).splitlines()[0]
+        assert f", node {node}, " in first, f"{name}: {first}"
     assert os.listdir(os.path.join(run, "checkpoints", "ps-0"))
     wait_until(lambda: not processes_of(run), 30,
              f"the job's processes to end: {processes_of(run)}")
+
+
+def converted_data(slurm):
+    """The Fashion-MNIST shards the first job converted (converted here
+    when that test did not run)."""
+    data = os.path.join(slurm.top, "data")
+    if not os.path.exists(os.path.join(data, ".converted")):
+        for split, shards in (("train", "8"), ("test", "2")):
+            os.makedirs(os.path.join(data, split), exist_ok=True)
+            subprocess.run([os.path.join(BUILD, "tools", "fabps-convert-fashion-mnist"),
+                            "--split", split, "--output-dir", os.path.join(data, split),
+                            "--shards", shards], check=True, capture_output=True,
+                           timeout=120)
+    return data
 
 
 def pservers_of(run):
@@ -118,13 +141,7 @@ def pservers_of(run):
 
 
 def test_a_killed_pserver_restarts_and_scancel_leaves_nothing(slurm):
-    data = os.path.join(slurm.top, "data2")
-    for split, shards in (("train", "8"), ("test", "2")):
-        os.makedirs(os.path.join(data, split))
-        subprocess.run([os.path.join(BUILD, "tools", "fabps-convert-fashion-mnist"),
-                        "--split", split, "--output-dir", os.path.join(data, split),
-                        "--shards", shards], check=True, capture_output=True,
-                       timeout=120)
+    data = converted_data(slurm)
     job, out, run = submit(slurm, "cancel", [
         "--passes", "50", "--lease-ttl", "3",
         "--dataset", os.path.join(data, "train", "*"),

@@ -8,6 +8,8 @@
 #                           stand by), the next FABPS_PSERVERS ranks are
 #                           pservers (each claims a free index in the store)
 #   fabps-role.sh trainers  rank t is trainer t
+#   fabps-role.sh doctor    (one task per node) the address this node
+#                           advertises, then fabps-doctor's report
 #
 # srun places the ranks cyclically over the nodes (--distribution=cyclic),
 # so masters, pservers and trainers spread over the allocation. The process
@@ -21,10 +23,12 @@ step="${1:-}"
 # shellcheck source=tools/slurm/job_lib.sh
 source "${FABPS_HOME:?fabps-role.sh: FABPS_HOME unset (run by fabps.sbatch)}/tools/slurm/job_lib.sh"
 
-for v in FABPS_BUILD_DIR FABPS_RUN_DIR FABPS_STORE FABPS_JOB FABPS_PROVIDER \
-  FABPS_MASTERS FABPS_PSERVERS FABPS_TRAINERS FABPS_PASSES FABPS_DATASET \
-  FABPS_TEST_DATA FABPS_SAVE_PERIOD FABPS_LEASE_TTL FABPS_RESTARTS \
-  FABPS_GRACE_MS FABPS_BATCH FABPS_LR SLURM_PROCID; do
+needs=(FABPS_BUILD_DIR FABPS_RUN_DIR FABPS_PROVIDER SLURM_PROCID)
+[ "$step" = doctor ] || needs+=(FABPS_STORE FABPS_JOB FABPS_MASTERS
+  FABPS_PSERVERS FABPS_TRAINERS FABPS_PASSES FABPS_DATASET FABPS_TEST_DATA
+  FABPS_SAVE_PERIOD FABPS_LEASE_TTL FABPS_RESTARTS FABPS_GRACE_MS
+  FABPS_BATCH FABPS_LR)
+for v in "${needs[@]}"; do
   [ -n "${!v:-}" ] || fabps_die "fabps-role.sh: $v is not set (run by fabps.sbatch)"
 done
 rank="$SLURM_PROCID"
@@ -36,6 +40,15 @@ bin="$FABPS_BUILD_DIR"
 run="$FABPS_RUN_DIR"
 
 case "$step" in
+  doctor)
+    # One task per node, its output in logs/doctor-<slurm node name>.log: the address
+    # this node's processes will advertise, then the fabric report.
+    exec >"$run/logs/doctor-${SLURMD_NODENAME:-$(hostname)}.log" 2>&1
+    echo "host: $(hostname) address: $host"
+    doctor=("$bin/tools/fabps-doctor")
+    [ "$FABPS_PROVIDER" != auto ] && doctor+=(-p "$FABPS_PROVIDER")
+    exec "${doctor[@]}"
+    ;;
   servers)
     if [ "$rank" -lt "$FABPS_MASTERS" ]; then
       name="master-$rank"
@@ -66,7 +79,7 @@ case "$step" in
       --timeout-ms 10000 --batch "$FABPS_BATCH" --rule adam --lr "$FABPS_LR"
       --lr-final 0.00005 --lr-decay-steps "$decay")
     ;;
-  *) fabps_die "fabps-role.sh: step must be servers or trainers, not '$step'" ;;
+  *) fabps_die "fabps-role.sh: step must be doctor, servers or trainers, not '$step'" ;;
 esac
 
 exec >>"$run/logs/$name.log" 2>&1

@@ -1,12 +1,14 @@
-"""A real one-node Slurm cluster for tests: munged, slurmctld and slurmd
-(Debian's munge and slurm-wlm) started in a temporary directory of their
-own, on free ports, and stopped by PID.
+"""A real Slurm cluster on this machine for tests: munged, slurmctld and one
+slurmd per node (Debian's munge and slurm-wlm; nodes n1..nN, all of them
+this host, each slurmd with its own port, spool, log and pid file) started
+in a temporary directory of their own, on free ports, and stopped by PID.
 
 Nothing system-wide is touched: munged runs as the munge user with its own
 key and socket (slurm.conf's AuthInfo=socket=... points Slurm at it), and
 Slurm keeps its configuration, state, spool, logs and pid files in the
 directory. Clients are run with env() (SLURM_CONF set, inherited SLURM_*
-variables dropped). Needs root (munged as munge, slurmd as root). Every wait is bounded.
+variables dropped). Needs root (munged as munge, slurmd as root). Every
+wait is bounded.
 """
 
 import os
@@ -39,12 +41,13 @@ def wait_until(predicate, seconds, what):
     raise TimeoutError(f"{what}: not within {seconds} s")
 
 
-class OneNodeSlurm:
-    """with OneNodeSlurm(dir) as slurm: slurm.run(["sbatch", ...])"""
+class LocalSlurm:
+    """with LocalSlurm(dir, nodes=2) as slurm: slurm.run(["sbatch", ...])"""
 
-    def __init__(self, directory, cpus=2):
+    def __init__(self, directory, nodes=1, cpus=2):
         self.dir = directory
         self.host = socket.gethostname().split(".")[0]
+        self.nodes = [f"n{i + 1}" for i in range(nodes)]
         self.cpus = cpus
         self.conf = os.path.join(directory, "slurm", "slurm.conf")
         self.procs = {}
@@ -54,8 +57,10 @@ class OneNodeSlurm:
             self._start_munge()
             self._write_conf()
             self._start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", self.conf])
-            self._start("slurmd", ["/usr/sbin/slurmd", "-D", "-f", self.conf])
-            wait_until(self._node_idle, 60, "the Slurm node to become idle")
+            for node in self.nodes:
+                self._start("slurmd-" + node, ["/usr/sbin/slurmd", "-D", "-N",
+                                               node, "-f", self.conf])
+            wait_until(self._nodes_idle, 60, "the Slurm nodes to become idle")
         except BaseException:
             self.stop()
             raise
@@ -107,7 +112,7 @@ class OneNodeSlurm:
 
     def log_tail(self, lines=30):
         out = []
-        for name in ("slurmctld.log", "slurmd.log"):
+        for name in ["slurmctld.log"] + [f"slurmd-{n}.log" for n in self.nodes]:
             path = os.path.join(self.dir, "slurm", name)
             try:
                 with open(path, errors="replace") as f:
@@ -148,24 +153,22 @@ class OneNodeSlurm:
 
     def _write_conf(self):
         d = os.path.join(self.dir, "slurm")
-        for sub in ("state", "spool"):
-            os.makedirs(os.path.join(d, sub), exist_ok=True)
+        os.makedirs(os.path.join(d, "state"), exist_ok=True)
         conf = f"""\
 ClusterName=fabpstest
 SlurmctldHost={self.host}(127.0.0.1)
 SlurmctldPort={free_port()}
-SlurmdPort={free_port()}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
 CredType=cred/munge
 AuthInfo=socket={self.munge_socket}
 StateSaveLocation={d}/state
-SlurmdSpoolDir={d}/spool
+SlurmdSpoolDir={d}/spool-%n
 SlurmctldPidFile={d}/slurmctld.pid
-SlurmdPidFile={d}/slurmd.pid
+SlurmdPidFile={d}/slurmd-%n.pid
 SlurmctldLogFile={d}/slurmctld.log
-SlurmdLogFile={d}/slurmd.log
+SlurmdLogFile={d}/slurmd-%n.log
 ProctrackType=proctrack/linuxproc
 TaskPlugin=task/none
 SelectType=select/cons_tres
@@ -176,9 +179,12 @@ JobCompType=jobcomp/none
 AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MinJobAge=600
-NodeName={self.host} NodeAddr=127.0.0.1 CPUs={self.cpus} State=UNKNOWN
-PartitionName=fabps Nodes={self.host} Default=YES MaxTime=INFINITE State=UP OverSubscribe=FORCE:8
 """
+        for node in self.nodes:
+            conf += (f"NodeName={node} NodeHostname={self.host} NodeAddr=127.0.0.1 "
+                     f"Port={free_port()} CPUs={self.cpus} State=UNKNOWN\n")
+        conf += (f"PartitionName=fabps Nodes={','.join(self.nodes)} Default=YES "
+                 "MaxTime=INFINITE State=UP OverSubscribe=FORCE:8\n")
         with open(self.conf, "w") as f:
             f.write(conf)
 
@@ -199,14 +205,14 @@ PartitionName=fabps Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
                                  + self.log_tail())
         return True
 
-    def _node_idle(self):
+    def _nodes_idle(self):
         self._running()
-        p = self.run(["sinfo", "-h", "-o", "%t"], check=False, timeout=10)
-        return p.returncode == 0 and p.stdout.strip() == "idle"
+        p = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False, timeout=10)
+        return p.returncode == 0 and p.stdout.split() == ["idle"] * len(self.nodes)
 
     def stop(self):
-        """Cancels every job, then stops slurmd, slurmctld and munged by
-        PID (SIGTERM, SIGKILL after 15 s)."""
+        """Cancels every job, then stops the slurmds, slurmctld and munged
+        by PID (SIGTERM, SIGKILL after 15 s)."""
         if "slurmctld" in self.procs and self.procs["slurmctld"].poll() is None:
             try:
                 self.run(["scancel", "--quiet", "--user", "root"], check=False)
@@ -214,7 +220,7 @@ PartitionName=fabps Nodes={self.host} Default=YES MaxTime=INFINITE State=UP Over
                       .stdout.strip(), 60, "the jobs to end")
             except (TimeoutError, SlurmError, subprocess.TimeoutExpired):
                 pass
-        for name in ("slurmd", "slurmctld", "munged"):
+        for name in [f"slurmd-{n}" for n in self.nodes] + ["slurmctld", "munged"]:
             p = self.procs.pop(name, None)
             if p is None or p.poll() is not None:
                 continue
