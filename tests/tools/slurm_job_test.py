@@ -104,6 +104,7 @@ def test_a_job_trains_and_ends_clean(slurm):
     # Ten classes: chance is 0.1; one pass of the MLP reaches about 0.85.
     assert float(accuracy[-1]) > 0.6, text
     assert "fabps job finished" in text, text
+    assert "provider: auto -> tcp;ofi_rxm (every node's fabps-doctor agrees)" in text, text
     for name in ("etcd", "master-0", "master-1", "pserver-0", "pserver-1",
                  "trainer-0", "trainer-1", "doctor-n1", "doctor-n2"):
         assert read(os.path.join(run, "logs", name + ".log")), \
@@ -143,11 +144,12 @@ def pservers_of(run):
 def test_a_killed_pserver_restarts_and_scancel_leaves_nothing(slurm):
     data = converted_data(slurm)
     job, out, run = submit(slurm, "cancel", [
-        "--passes", "50", "--lease-ttl", "3",
+        "--passes", "50", "--lease-ttl", "3", "--provider", "tcp;ofi_rxm",
         "--dataset", os.path.join(data, "train", "*"),
         "--test-data", os.path.join(data, "test", "*")])
     wait_until(lambda: "training (" in read(out), 180,
              f"job {job} to start training: {read(out)}")
+    assert "fabps-doctor's loopback check passed on every node" in read(out)
     wait_until(lambda: len(pservers_of(run)) == 2, 30, "two pservers")
 
     victim = pservers_of(run)[0]
