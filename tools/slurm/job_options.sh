@@ -19,7 +19,7 @@ fabps_parse_options() {
     opt="$1"
     case "$opt" in
       -h | --help)
-        sed -n '/^# A whole fabps/,/^# FABPS_HOME/p' "$FABPS_HOME/tools/slurm/fabps.sbatch" | cut -c3-
+        sed -n '/^# A whole fabps/,/is the repository\.$/p' "$FABPS_HOME/tools/slurm/fabps.sbatch" | cut -c3-
         exit 0
         ;;
       --job | --masters | --pservers | --trainers | --passes | --batch | --lr | \
@@ -98,7 +98,13 @@ fabps_parse_options() {
       "accuracy)" >&2
     return 1
   fi
+  # The tasks run in the output directory (stray core files land there):
+  # relative paths are made absolute from the submit directory.
   FABPS_RUN_DIR=$(realpath -m "$FABPS_RUN_DIR")
+  FABPS_BUILD_DIR=$(realpath -m "$FABPS_BUILD_DIR")
+  FABPS_DATA_DIR=$(realpath -m "$FABPS_DATA_DIR")
+  [ -z "$FABPS_DATASET" ] || [[ "$FABPS_DATASET" == /* ]] || FABPS_DATASET="$PWD/$FABPS_DATASET"
+  [ -z "$FABPS_TEST_DATA" ] || [[ "$FABPS_TEST_DATA" == /* ]] || FABPS_TEST_DATA="$PWD/$FABPS_TEST_DATA"
   export FABPS_RUN_DIR FABPS_JOB FABPS_MASTERS FABPS_PSERVERS FABPS_TRAINERS \
     FABPS_PASSES FABPS_BATCH FABPS_LR FABPS_DATASET FABPS_TEST_DATA \
     FABPS_DATA_DIR FABPS_PROVIDER FABPS_INTERFACE FABPS_ETCD FABPS_BUILD_DIR \
