@@ -27,7 +27,12 @@
 #                                    the caller, not this script) and prints
 #                                    shell lines: NETNS_SET=P, NETNS_HOSTS="P-h1
 #                                    ...", NETNS_ADDRS="198.18.0.1 ..."
-#   netns.sh run K -- CMD ARGS...    makes a set, runs CMD with those three
+#   netns.sh up K --private-nic      the same, and each host has a second NIC
+#                                    priv0 (198.19.0.<i>/24, listed before
+#                                    eth0) that reaches no other host: the
+#                                    multi-NIC case, where a process that
+#                                    advertises the wrong interface is cut off
+#   netns.sh run K [--private-nic] -- CMD ARGS...    makes a set, runs CMD with those three
 #                                    variables in its environment and removes
 #                                    the set when CMD ends, on Ctrl-C, on
 #                                    SIGTERM or on failure; exits with CMD's
@@ -128,7 +133,7 @@ make_set() {
 }
 
 make_set_steps() {
-  local set=$1 k=$2 i host
+  local set=$1 k=$2 private_nic=${3:-0} i host
   local br="$set-br"
   ip netns add "$br" || return 1
   ip -n "$br" link set lo up || return 1
@@ -142,6 +147,16 @@ make_set_steps() {
       'echo 1 >/proc/sys/net/ipv6/conf/all/disable_ipv6 &&
        echo 1 >/proc/sys/net/ipv6/conf/default/disable_ipv6' || return 1
     ip -n "$host" link set lo up || return 1
+    if [ "$private_nic" = 1 ]; then
+      # A second NIC that reaches nobody (its peer end is on no bridge),
+      # made first so that it comes first in the host's interface list: a
+      # process that advertises it instead of eth0 cannot be reached.
+      ip -n "$br" link add name "q$i" type veth peer name priv0 netns "$host" ||
+        return 1
+      ip -n "$br" link set "q$i" up || return 1
+      ip -n "$host" addr add "198.19.0.$i/24" dev priv0 || return 1
+      ip -n "$host" link set priv0 up || return 1
+    fi
     # Both ends are born in their namespaces: the root namespace never
     # holds either.
     ip -n "$br" link add name "p$i" type veth peer name eth0 netns "$host" ||
@@ -176,12 +191,13 @@ describe_set() {
 }
 
 up() {
-  local k=$1 owner=$2
+  local owner=$1 k=${2:-} private_nic=0
+  [ "${3:-}" = "--private-nic" ] && private_nic=1
   check_count "$k"
   check || exit $?
   local set
   set=$(new_set_name "$owner")
-  make_set "$set" "$k" || die "up: could not make $set"
+  make_set "$set" "$k" "$private_nic" || die "up: could not make $set"
   describe_set "$set" "$k"
   echo "NETNS_SET=$NETNS_SET"
   echo "NETNS_HOSTS=\"$NETNS_HOSTS\""
@@ -189,8 +205,12 @@ up() {
 }
 
 run() {
-  local k=$1
+  local k=${1:-} private_nic=0
   shift
+  if [ "${1:-}" = "--private-nic" ]; then
+    private_nic=1
+    shift
+  fi
   [ "${1:-}" = "--" ] || die "run: usage: netns.sh run K -- CMD ARGS..."
   shift
   [ $# -gt 0 ] || die "run: no command"
@@ -205,7 +225,7 @@ run() {
   trap "down '$set'" EXIT
   trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 130' INT
   trap '[ -n "$child" ] && kill -TERM "$child" 2>/dev/null; exit 143' TERM
-  make_set "$set" "$k" || die "run: could not make $set"
+  make_set "$set" "$k" "$private_nic" || die "run: could not make $set"
   describe_set "$set" "$k"
   export NETNS_SET NETNS_HOSTS NETNS_ADDRS
   # CMD runs in the background so that a signal reaches the traps at once
@@ -240,7 +260,7 @@ netem() {
 
 case "${1:-}" in
   check) check ;;
-  up) up "${2:-}" "$PPID" ;;
+  up) up "$PPID" "${2:-}" "${3:-}" ;;
   run) shift; run "$@" ;;
   down)
     case "${2:-}" in
