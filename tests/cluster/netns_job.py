@@ -38,11 +38,12 @@ def convert_fashion_mnist(data_dir):
 class Job:
     """One job. `provider` is the fabric (tcp;ofi_rxm, sockets);
     `lease_ttl` the daemons' --lease-ttl; `supervise` runs masters and
-    pservers under fabps-supervise (restarted after a lost lease)."""
+    pservers under fabps-supervise (restarted after a lost lease),
+    `supervise_trainers` the trainers too."""
 
     def __init__(self, hostset, tmp, provider, lease_ttl=10, passes=2,
                  supervise=False, job="netns", train_shards=8,
-                 task_timeout_ms=10000):
+                 task_timeout_ms=10000, supervise_trainers=False):
         self.hostset = hostset
         self.tmp = tmp
         self.provider = provider
@@ -52,9 +53,11 @@ class Job:
         self.job = job
         self.train_shards = train_shards  # of the 8, 7500 examples each
         self.task_timeout_ms = task_timeout_ms
+        self.supervise_trainers = supervise_trainers
         self.data_dir = os.path.join(tmp, "data")
         self.ckpt_dir = os.path.join(tmp, "checkpoints")
         self.etcd = {}  # name -> (host, Process)
+        self.etcd_argv = {}  # name -> its command line
         self.trainers = {}  # trainer id -> Process
         self.store_spec = None
         convert_fashion_mnist(self.data_dir)
@@ -79,6 +82,7 @@ class Job:
                     "new", "--initial-cluster-token", self.hostset.set_name,
                     "--log-outputs", "stderr"]
             self.etcd[name] = (h, h.spawn("etcd-" + name, argv))
+            self.etcd_argv[name] = argv
         self.store_spec = "etcd:" + ",".join(
             "http://%s:%d" % (h.addr, ETCD_CLIENT_PORT) for h in hosts)
         for h in hosts:
@@ -86,6 +90,29 @@ class Job:
                      lambda h=h: self.etcd_healthy(h), timeout=30,
                      interval=0.2)
         return self.store_spec
+
+    def restart_etcd(self, name):
+        """Starts member `name` again on its data directory (it rejoins)."""
+        host, _ = self.etcd[name]
+        self.etcd[name] = (host, host.spawn("etcd-%s-again" % name,
+                                            self.etcd_argv[name]))
+        return self.etcd[name][1]
+
+    def etcd_leader(self, host):
+        """The name of the member that leads now, asked from `host` of the
+        members still running."""
+        live = ",".join("http://%s:%d" % (h.addr, ETCD_CLIENT_PORT)
+                        for h, p in self.etcd.values() if p.alive())
+        out = self.etcdctl(host, ["endpoint", "status", "-w", "json"],
+                           endpoints=live)
+        for e in json.loads(out):
+            st = e["Status"]
+            if st["header"]["member_id"] == st["leader"]:
+                addr = e["Endpoint"].split("//")[1].split(":")[0]
+                for name, (h, _) in self.etcd.items():
+                    if h.addr == addr:
+                        return name
+        raise AssertionError("no etcd member says it leads: " + out)
 
     def etcd_endpoints(self):
         return self.store_spec[len("etcd:"):]
@@ -97,8 +124,9 @@ class Job:
                        check=False, stderr_too=True)
         return "is healthy" in out
 
-    def etcdctl(self, host, args, timeout=20):
-        return host.run(["etcdctl", "--endpoints", self.etcd_endpoints(),
+    def etcdctl(self, host, args, timeout=20, endpoints=None):
+        return host.run(["etcdctl", "--endpoints",
+                         endpoints or self.etcd_endpoints(),
                          "--command-timeout=5s"] + args, timeout=timeout)
 
     def store_keys(self, host):
@@ -143,7 +171,9 @@ class Job:
         """interface: pass --interface with the host's address (else the
         trainer chooses)."""
         metrics = self.metrics_path(trainer_id)
-        p = host.spawn("trainer-%d" % trainer_id, [
+        supervisor = [built_binary("tools/launch/fabps-supervise"), "trainer",
+                      "--"] if self.supervise_trainers else []
+        p = host.spawn("trainer-%d" % trainer_id, supervisor + [
             built_binary(
                 "examples/fashion_mnist/fabps-fashion-mnist-trainer"),
             "--provider", self.provider] +
@@ -218,3 +248,58 @@ class Job:
             self.store_spec, "--job", self.job, "-o", "json"
         ], check=False)
         return json.loads(out)
+
+    # a whole job ---------------------------------------------------------
+    def start_all(self, etcd_hosts, master_hosts, pserver_hosts,
+                  trainer_hosts, spare_hosts=()):
+        """etcd on etcd_hosts, a master on each of master_hosts (the first
+        leads), a pserver on each of pserver_hosts (one index each), then
+        pservers on spare_hosts (they wait for a free index), then a trainer
+        on each of trainer_hosts. Returns once the trainers are started."""
+        self.start_etcd(etcd_hosts)
+        store_host = etcd_hosts[0]
+        self.masters = [self.start_master(master_hosts[0], "master-0")]
+        self.wait_serving(store_host, "the master", "master/addr")
+        for i, h in enumerate(master_hosts[1:]):
+            self.masters.append(self.start_master(h, "master-%d" % (i + 1)))
+        n = len(pserver_hosts)
+        self.pservers = [
+            self.start_pserver(h, "pserver-%d" % i, num_pservers=n)
+            for i, h in enumerate(pserver_hosts)
+        ]
+        for i in range(n):
+            self.wait_serving(store_host, "pserver %d" % i, "ps/%d/addr" % i)
+        self.spares = [
+            self.start_pserver(h, "pserver-spare-%d" % i, num_pservers=n)
+            for i, h in enumerate(spare_hosts)
+        ]
+        for t, h in enumerate(trainer_hosts):
+            self.start_trainer(h, t)
+
+    def samples_trained(self):
+        """Examples the trainers have reported so far (progress lines)."""
+        total = 0
+        for t in self.trainers:
+            try:
+                with open(self.metrics_path(t)) as f:
+                    lines = f.read().splitlines()
+            except OSError:
+                continue
+            done = {}
+            for line in lines:
+                try:
+                    e = json.loads(line)
+                except ValueError:
+                    continue
+                done[e.get("pass", 0)] = e.get("samples", 0)
+            total += sum(done.values())
+        return total
+
+    def check_trained(self, store_host):
+        """The master ended every pass with no failed task; returns its
+        status."""
+        m = self.job_status(store_host)["master"]
+        if m["pass"] != self.passes or m["tasks"]["failed"] != 0:
+            raise AssertionError("the master did not end %d passes cleanly: "
+                                 "%s" % (self.passes, m))
+        return m

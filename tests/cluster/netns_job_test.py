@@ -24,7 +24,6 @@ Checks:
 """
 import argparse
 import os
-import re
 import shutil
 import signal
 import sys
