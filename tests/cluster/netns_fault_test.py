@@ -126,6 +126,11 @@ def main():
     ap.add_argument("--tolerance", type=float, default=0.01)
     args = ap.parse_args()
 
+    if args.fault in ("delay", "loss"):
+        r = subprocess.run([NETNS_SH, "check-netem"], capture_output=True,
+                           text=True)
+        if r.returncode == SKIP:
+            skip(r.stderr.strip())
     tmp = tempfile.mkdtemp(prefix="fabps-netns-fault-")
     ok = False
     try:

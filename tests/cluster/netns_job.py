@@ -149,20 +149,29 @@ class Job:
                     "--"] + argv
         return host.spawn(name, argv)
 
-    def start_master(self, host, name="master"):
+    @staticmethod
+    def _host_flags(host, listen_all):
+        """--host, or (listen_all) every interface and --advertise-host."""
+        if listen_all:
+            return ["--host", "0.0.0.0", "--advertise-host", host.addr]
+        return ["--host", host.addr]
+
+    def start_master(self, host, name="master", listen_all=False):
         return self._daemon(host, name, "master", [
             built_binary("master/fabps-master"), "--store", self.store_spec,
-            "--job", self.job, "--host", host.addr, "--port",
+            "--job", self.job] + self._host_flags(host, listen_all) + [
+            "--port",
             str(MASTER_PORT), "--task-timeout", str(self.task_timeout_ms),
             "--chunks-per-task", "1", "--lease-ttl", str(self.lease_ttl)
         ])
 
-    def start_pserver(self, host, name, num_pservers=2):
+    def start_pserver(self, host, name, num_pservers=2, listen_all=False):
         return self._daemon(host, name, "pserver", [
             built_binary("pserver/daemon/fabps-pserver"), "--store",
             self.store_spec, "--job", self.job, "--lease-ttl",
             str(self.lease_ttl), "--num-pservers", str(num_pservers),
-            "--provider", self.provider, "--host", host.addr, "--port",
+            "--provider", self.provider] +
+            self._host_flags(host, listen_all) + ["--port",
             str(PSERVER_PORT), "--checkpoint-dir", self.ckpt_dir,
             "--save-period", "2", "--apply-threads", "1"
         ])

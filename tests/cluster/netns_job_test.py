@@ -17,7 +17,10 @@ Checks:
   trainers together train at least every example of each pass, and the
   test accuracy is that of a real model;
 - kill -9 of the leading master: the standby on another host takes over
-  and publishes its own address.
+  and publishes its own address;
+- the standby master and one pserver listen on every interface (--host
+  0.0.0.0) and publish --advertise-host; without it a daemon refuses to
+  start rather than publish 0.0.0.0.
 
   netns_job_test.py --provider 'tcp;ofi_rxm' [--passes 1] [--train-shards N]
                     [--min-accuracy A]
@@ -31,16 +34,17 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns_hosts import HostSet, wait_for  # noqa: E402
+from netns_hosts import HostSet, built_binary, wait_for  # noqa: E402
 from netns_job import MASTER_PORT, PSERVER_PORT, Job  # noqa: E402
 
 FABPS_PROGRAMS = ("fabps-master", "fabps-pserver", "fabps-fashion-m",
                   "fabps-supervise")
 
 
-def check_sockets(host):
+def check_sockets(host, listen_all=False):
     """Every TCP socket of a fabps process in `host` is bound to its eth0
-    address; returns how many were checked."""
+    address (with listen_all, a listening one may be on every interface);
+    returns how many were checked."""
     out = host.run(["ss", "-tanpH"])
     checked = 0
     for line in out.splitlines():
@@ -49,6 +53,9 @@ def check_sockets(host):
         fields = line.split()
         local = fields[3]
         addr = local.rsplit(":", 1)[0]
+        if listen_all and fields[0] == "LISTEN" and addr in ("0.0.0.0", "*"):
+            checked += 1
+            continue
         if addr != host.addr:
             raise AssertionError("%s: a fabps socket is bound to %s, not the "
                                  "host's address %s:\n%s" %
@@ -80,9 +87,11 @@ def main():
             job.start_etcd([h[0]])
             leader = job.start_master(h[1], "master")
             job.wait_serving(h[0], "the master", "master/addr")
-            job.start_master(h[2], "master-standby")
+            # The standby and pserver-b listen on every interface and
+            # advertise eth0's address.
+            job.start_master(h[2], "master-standby", listen_all=True)
             job.start_pserver(h[3], "pserver-a")
-            job.start_pserver(h[4], "pserver-b")
+            job.start_pserver(h[4], "pserver-b", listen_all=True)
             job.wait_serving(h[0], "pserver 0", "ps/0/addr")
             job.wait_serving(h[0], "pserver 1", "ps/1/addr")
             job.start_trainer(h[5], 0, interface=True)
@@ -109,7 +118,7 @@ def main():
             wait_for("both trainers to register with both pservers",
                      registered, timeout=120, interval=0.2)
             for host in h[1:]:
-                n = check_sockets(host)
+                n = check_sockets(host, listen_all=host in (h[2], h[4]))
                 print("%s (%s): %d fabps sockets, all on %s" %
                       (host.ns, host.addr, n, host.addr))
                 assert n > 0, "no fabps socket in %s" % host.ns
@@ -140,7 +149,14 @@ def main():
             assert keys["master/lock"].endswith(" serving on " + h[2].addr), \
                 keys["master/lock"]
             print("standby took over: master/addr %s" % keys["master/addr"])
-            assert check_sockets(h[2]) > 0
+            assert check_sockets(h[2], listen_all=True) > 0
+            # Listening everywhere without an address to publish: refused.
+            out = h[0].run([built_binary("pserver/daemon/fabps-pserver"),
+                            "--store", job.store_spec, "--host", "0.0.0.0"],
+                           check=False, stderr_too=True)
+            assert "--advertise-host" in out, out
+            print("--host 0.0.0.0 without --advertise-host: %s" %
+                  out.strip())
             ok = True
     finally:
         if ok:

@@ -43,6 +43,8 @@
 #                                    creator process is gone (what a crashed
 #                                    or killed run left); never another
 #                                    live run's set
+#   netns.sh check-netem             exit 0 when tc netem works here; else
+#                                    prints why and exits 77
 #   netns.sh cut HOST | restore HOST  takes HOST's eth0 down / up again
 #   netns.sh netem HOST ARGS...      tc qdisc replace dev eth0 root netem ARGS
 #                                    in HOST; exits 77 with the reason when
@@ -244,6 +246,25 @@ host_ns() {
   echo "$1"
 }
 
+# Whether this kernel has sch_netem: exit 0, or 77 with the reason.
+check_netem() {
+  check || return $?
+  local probe="$kFamily-$$-netem"
+  ip netns add "$probe"
+  local err rc=0
+  if ! err=$(ip netns exec "$probe" tc qdisc add dev lo root netem delay 1ms 2>&1); then
+    if [[ "$err" == *"qdisc kind is unknown"* ]]; then
+      echo "netns.sh: this kernel has no sch_netem (tc: $err)" >&2
+      rc=$kSkip
+    else
+      echo "netns.sh: tc netem failed: $err" >&2
+      rc=1
+    fi
+  fi
+  ip netns del "$probe"
+  return $rc
+}
+
 netem() {
   local host
   host=$(host_ns "$1")
@@ -260,6 +281,7 @@ netem() {
 
 case "${1:-}" in
   check) check ;;
+  check-netem) check_netem ;;
   up) up "$PPID" "${2:-}" "${3:-}" ;;
   run) shift; run "$@" ;;
   down)
