@@ -26,9 +26,9 @@
 #include <memory>
 #include <string>
 
-#include "base/advertised_address.h"
 #include "base/cli.h"
 #include "base/file_util.h"
+#include "base/host_flags.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
 #include "coord/protocol/master_election.h"
@@ -198,12 +198,7 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", f.state_dir,
                  "directory of the local store when --store is not given");
   app.add_option("--job", f.job, "job name ([A-Za-z0-9._-]{1,64})");
-  app.add_option("--host", f.host,
-                 "address to listen on (0.0.0.0: every interface, with "
-                 "--advertise-host)");
-  app.add_option("--advertise-host", f.advertise_host,
-                 "the address published in master/addr for trainers to dial "
-                 "(default: --host)");
+  fabps::AddHostFlags(app, &f.host, &f.advertise_host, "master/addr");
   app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
@@ -251,12 +246,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fabps-master: --job: %s\n", job.message().c_str());
     return 2;
   }
-  auto advertised = fabps::AdvertisedHost(f.host, f.advertise_host);
-  if (!advertised.ok()) {
-    std::fprintf(stderr, "fabps-master: --host: %s\n",
-                 advertised.status().message().c_str());
-    return 2;
-  }
-  f.advertise_host = *advertised;
+  if (int rc = fabps::ResolveAdvertisedHost("fabps-master", f.host,
+                                            &f.advertise_host);
+      rc >= 0)
+    return rc;
   return fabps::master::Run(f);
 }

@@ -38,9 +38,9 @@
 #include <string>
 #include <thread>
 
-#include "base/advertised_address.h"
 #include "base/cli.h"
 #include "base/file_util.h"
+#include "base/host_flags.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
 #include "coord/protocol/checkpoint_record.h"
@@ -242,8 +242,7 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << metrics_server.status().ToString();
     return 1;
   }
-  std::string addr =
-      f.advertise_host + ":" + std::to_string((*server)->port());
+  std::string addr = f.advertise_host + ":" + std::to_string((*server)->port());
   if (!f.port_file.empty()) {
     auto s = fabps::WriteFileAtomically(
         f.port_file, std::to_string((*server)->port()) + "\n");
@@ -318,12 +317,7 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app("fabps pserver: holds one shard of the parameters",
                "fabps-pserver");
-  app.add_option("--host", f.host,
-                 "address to listen on (control plane; 0.0.0.0: every "
-                 "interface, with --advertise-host)");
-  app.add_option("--advertise-host", f.advertise_host,
-                 "the address published in ps/<i>/addr for trainers to dial "
-                 "(default: --host)");
+  fabps::AddHostFlags(app, &f.host, &f.advertise_host, "ps/<i>/addr");
   app.add_option("--port", f.port, "control port; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
@@ -391,12 +385,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{2}, int64_t{600}));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   f.index_given = app.count("--index") > 0;
-  auto advertised = fabps::AdvertisedHost(f.host, f.advertise_host);
-  if (!advertised.ok()) {
-    std::fprintf(stderr, "--host: %s\n", advertised.status().message().c_str());
-    return 2;
-  }
-  f.advertise_host = *advertised;
+  if (int rc = fabps::ResolveAdvertisedHost("fabps-pserver", f.host,
+                                            &f.advertise_host);
+      rc >= 0)
+    return rc;
   if (!f.store.empty()) {
     fabps::Status job = fabps::coord::ValidateJobName(f.job);
     if (!job.ok()) {

@@ -27,8 +27,7 @@ TEST(AdvertisedAddress, WildcardWithoutAdvertiseHostIsRefused) {
     auto r = AdvertisedHost(host, adv);
     ASSERT_FALSE(r.ok()) << host << " " << adv;
     EXPECT_EQ(r.status().code(), Status::Code::kInvalidArgument);
-    EXPECT_NE(r.status().message().find("--advertise-host"),
-              std::string::npos);
+    EXPECT_NE(r.status().message().find("--advertise-host"), std::string::npos);
   }
 }
 

@@ -20,13 +20,11 @@ trainers run under fabps-supervise; the lease TTL is 10 s.
 import argparse
 import os
 import re
-import shutil
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns_hosts import HostSet, wait_for  # noqa: E402
+from netns_hosts import HostSet, test_directory, wait_for  # noqa: E402
 from netns_job import Job  # noqa: E402
 
 LEASE_TTL = 10
@@ -87,9 +85,7 @@ def main():
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args()
 
-    tmp = tempfile.mkdtemp(prefix="fabps-etcd-cluster-")
-    ok = False
-    try:
+    with test_directory("fabps-etcd-cluster-") as tmp:
         with HostSet(9, tmp) as hs:
             h = hs.hosts
             job = Job(hs, tmp, args.provider, lease_ttl=LEASE_TTL,
@@ -164,16 +160,6 @@ def main():
                 ownership(job.masters, LEAD_RE, UNLEAD_RE), "master/lock")
             print("ownership: %d index claims and %d master leads, never two "
                   "at once" % (n, m))
-            ok = True
-    except SystemExit:  # skipped: nothing worth keeping
-        ok = True
-        raise
-    finally:
-        if ok:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("logs kept in " + tmp)
-    print("PASSED")
 
 
 if __name__ == "__main__":

@@ -24,14 +24,13 @@ the training) for the table in docs/cluster-testing.md.
 """
 import argparse
 import os
-import shutil
 import subprocess
 import sys
-import tempfile
 import time
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
-from netns_hosts import NETNS_SH, SKIP, HostSet, skip, wait_for  # noqa: E402
+from netns_hosts import (NETNS_SH, SKIP, HostSet, skip,  # noqa: E402
+                         test_directory, wait_for)
 from netns_job import PSERVER_PORT, Job  # noqa: E402
 
 LEASE_TTL = 10
@@ -131,9 +130,7 @@ def main():
                            text=True)
         if r.returncode == SKIP:
             skip(r.stderr.strip())
-    tmp = tempfile.mkdtemp(prefix="fabps-netns-fault-")
-    ok = False
-    try:
+    with test_directory("fabps-netns-fault-") as tmp:
         base = args.baseline_accuracy
         if base is None and args.fault != "none":
             base, _ = run_job(os.path.join(tmp, "baseline"), args.provider,
@@ -145,16 +142,6 @@ def main():
                 "accuracy %.4f, undisturbed %.4f" % (acc, base)
             print("accuracy %.4f, undisturbed %.4f: within %.2f" %
                   (acc, base, args.tolerance))
-        ok = True
-    except SystemExit:  # skipped: nothing worth keeping
-        ok = True
-        raise
-    finally:
-        if ok:
-            shutil.rmtree(tmp, ignore_errors=True)
-        else:
-            print("logs kept in " + tmp)
-    print("PASSED")
 
 
 if __name__ == "__main__":

@@ -15,10 +15,13 @@ The test process itself stays in the root namespace, which has no route to
 Exit code SKIP (77) tells ctest the test was skipped (SKIP_RETURN_CODE);
 skip() prints the reason first.
 """
+import contextlib
 import os
+import shutil
 import signal
 import subprocess
 import sys
+import tempfile
 import time
 
 SKIP = 77
@@ -188,3 +191,24 @@ class HostSet:
 
     def __exit__(self, *exc):
         self.close()
+
+
+@contextlib.contextmanager
+def test_directory(prefix):
+    """A temporary directory for one test's data and logs: removed when the
+    test passes (then "PASSED" is printed) or is skipped, kept and named when
+    it fails."""
+    tmp = tempfile.mkdtemp(prefix=prefix)
+    try:
+        yield tmp
+    except SystemExit as e:
+        if e.code == SKIP:
+            shutil.rmtree(tmp, ignore_errors=True)
+        else:
+            print("logs kept in " + tmp)
+        raise
+    except BaseException:
+        print("logs kept in " + tmp)
+        raise
+    shutil.rmtree(tmp, ignore_errors=True)
+    print("PASSED")

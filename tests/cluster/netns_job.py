@@ -192,10 +192,18 @@ class Job:
             self.data_dir + "/test/*", "--passes", str(self.passes),
             "--seed", "1", "--store", self.store_spec, "--job", self.job,
             "--metrics-file", metrics, "--timeout-ms", "10000", "--batch",
-            "64", "--rule", "adam", "--lr", "0.001"
+            "64", "--rule", "adam", "--lr", "0.001", "--lr-final", "0.00005",
+            "--lr-decay-steps", str(self.decay_steps())
         ])
         self.trainers[trainer_id] = p
         return p
+
+    def decay_steps(self):
+        """Updates of each block over the whole job (64-example batches of
+        every trainer): the learning rate decays linearly to 5e-5 by the
+        end, as fabps-launch does, so that runs end close to each other
+        (a constant rate leaves the last passes' noise in the accuracy)."""
+        return max(1, self.passes * self.examples_per_pass() // 64)
 
     def train_glob(self):
         return ",".join("%s/train/fashion-mnist-train-%05d-of-00008" %
