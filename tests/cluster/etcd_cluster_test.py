@@ -9,6 +9,10 @@ trainers run under fabps-supervise; the lease TTL is 10 s.
   deadlines: the job finishes with no lease lost (no process restarted), the
   master ended every pass with no failed task.
 
+--scenario leader-cut: the etcd leader's host loses its link for twice the
+  TTL (its connections hang rather than fail): the same, clients must give
+  up on the silent member within their deadlines and use the others.
+
 --scenario quorum: kill -9 the leader, then a second member: no quorum, no
   lease can be renewed. Every master and pserver must stop serving (exit 3,
   "lost the claim" / "lost master/lock") within the TTL plus a margin, and
@@ -28,6 +32,7 @@ from netns_hosts import HostSet, test_directory, wait_for  # noqa: E402
 from netns_job import Job  # noqa: E402
 
 LEASE_TTL = 10
+CUT_SECONDS = 2 * LEASE_TTL  # longer than a lease: only failover saves it
 CLAIM_RE = re.compile(r"^I (\d\d:\d\d:\d\d\.\d+) .*claimed index (\d+) ")
 LOST_RE = re.compile(r"^E (\d\d:\d\d:\d\d\.\d+) .*lost the claim on index "
                      r"(\d+)")
@@ -80,7 +85,8 @@ def check_single_owner(spans, label):
 
 def main():
     ap = argparse.ArgumentParser()
-    ap.add_argument("--scenario", choices=("leader", "quorum"), required=True)
+    ap.add_argument("--scenario", choices=("leader", "leader-cut", "quorum"),
+                    required=True)
     ap.add_argument("--provider", default="tcp;ofi_rxm")
     ap.add_argument("--passes", type=int, default=2)
     args = ap.parse_args()
@@ -101,11 +107,21 @@ def main():
             leader = wait_for("an etcd leader",
                               lambda: job.etcd_leader(h[3]), timeout=30,
                               interval=0.5)
-            print("kill -9 etcd leader %s (%.1f s in)" %
-                  (leader, time.monotonic() - start), flush=True)
-            job.etcd[leader][1].kill()
             daemons = job.masters + job.pservers
-            if args.scenario == "leader":
+            if args.scenario == "leader-cut":
+                # No RST here: connections to it just stop answering.
+                host = job.etcd[leader][0]
+                print("cut etcd leader %s's host off for %d s (%.1f s in)" %
+                      (leader, CUT_SECONDS, time.monotonic() - start),
+                      flush=True)
+                host.cut()
+                time.sleep(CUT_SECONDS)
+                host.restore()
+            else:
+                print("kill -9 etcd leader %s (%.1f s in)" %
+                      (leader, time.monotonic() - start), flush=True)
+                job.etcd[leader][1].kill()
+            if args.scenario in ("leader", "leader-cut"):
                 job.wait_trainers(timeout=600)
                 job.check_trained(h[3])
                 for p in daemons:
