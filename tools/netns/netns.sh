@@ -13,8 +13,8 @@
 #   end in the bridge's namespace and the other in its host's, so the root
 #   namespace's interfaces and routes never change.
 # - Each host has loopback up, one address of the benchmarking range
-#   198.18.0.0/15 (IPv6 off) and no other route: nothing inside can reach outside.
-#   Every set lives on its own bridge in its own namespace, so parallel sets
+#   198.18.0.0/15 (IPv6 off) and no other route: nothing inside can reach
+#   outside. Every set lives on its own bridge in its own namespace, so parallel sets
 #   use the same addresses without seeing each other.
 # - Set names are fabps-nh-<creator pid>-<random>: unique per invocation,
 #   and a set whose creator is dead is known as a leftover.
@@ -32,7 +32,8 @@
 #                                    eth0) that reaches no other host: the
 #                                    multi-NIC case, where a process that
 #                                    advertises the wrong interface is cut off
-#   netns.sh run K [--private-nic] -- CMD ARGS...    makes a set, runs CMD with those three
+#   netns.sh run K [--private-nic] -- CMD ARGS...
+#                                    makes a set, runs CMD with those three
 #                                    variables in its environment and removes
 #                                    the set when CMD ends, on Ctrl-C, on
 #                                    SIGTERM or on failure; exits with CMD's
@@ -45,7 +46,9 @@
 #                                    live run's set
 #   netns.sh check-netem             exit 0 when tc netem works here; else
 #                                    prints why and exits 77
-#   netns.sh cut HOST | restore HOST  takes HOST's eth0 down / up again
+#   netns.sh cut HOST                takes HOST's eth0 down (it reaches no
+#                                    other host)
+#   netns.sh restore HOST            and up again
 #   netns.sh netem HOST ARGS...      tc qdisc replace dev eth0 root netem ARGS
 #                                    in HOST; exits 77 with the reason when
 #                                    the kernel has no sch_netem
@@ -176,8 +179,9 @@ new_set_name() {
 }
 
 check_count() {
-  [[ "$1" =~ ^[0-9]+$ ]] && [ "$1" -ge 1 ] && [ "$1" -le 250 ] ||
+  if ! [[ "$1" =~ ^[0-9]+$ ]] || [ "$1" -lt 1 ] || [ "$1" -gt 250 ]; then
     die "K must be 1..250, not '$1'"
+  fi
 }
 
 # Sets NETNS_SET, NETNS_HOSTS and NETNS_ADDRS for set $1 of $2 hosts.
