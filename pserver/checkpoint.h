@@ -28,6 +28,7 @@
 #define FABPS_PSERVER_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
 #include <vector>
@@ -39,6 +40,7 @@ namespace fabps::pserver {
 
 struct CheckpointInfo {
   std::string path;
+  uint32_t index = 0;  // the shard it holds (from its name)
   uint64_t sequence = 0;
   uint32_t header_crc = 0;  // identifies the file (recorded in the store)
   uint64_t bytes = 0;
@@ -49,6 +51,29 @@ struct CheckpointInfo {
 Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
                                        const std::string& dir,
                                        uint64_t sequence);
+
+// What a checkpoint file says about itself (its header).
+struct CheckpointHeader {
+  uint32_t shard_index = 0;
+  uint64_t sequence = 0;
+  uint64_t unix_ms = 0;  // when it was written
+  Layout layout;         // of the job that wrote it
+};
+using CheckpointHeaderVisitor = std::function<Status(const CheckpointHeader&)>;
+// A block record as read: `info` points into the header's layout; the value
+// and state pointers are valid only during the call.
+using CheckpointBlockVisitor = std::function<Status(const BlockView&)>;
+
+// Reads the checkpoint at `path` once, without a shard: `on_header` (if
+// set) sees the header once its CRC and layout have verified, before any
+// block; `on_block` (if set) sees each block record, ascending id, once its
+// CRC has verified. The footer is checked last, so a caller that must not
+// act on a damaged file reads it twice (verify, then use) or discards what
+// it gathered on error. A visitor's error stops the read and is returned.
+// Errors name the file and the failed check (Corruption for damage).
+Status ReadCheckpoint(const std::string& path,
+                      const CheckpointHeaderVisitor& on_header,
+                      const CheckpointBlockVisitor& on_block);
 
 // Checks every CRC, length and field of the file at `path` against `shard`'s
 // layout, index and rules, reading it once without changing the shard.
@@ -65,6 +90,10 @@ Status LoadCheckpoint(const std::string& path, Shard* shard);
 // Names that do not parse are ignored.
 Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
                                                     uint32_t index);
+
+// Checkpoints of every shard in `dir`, by index ascending, then newest
+// first. Names that do not parse are ignored.
+Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir);
 
 // Save with rotation, load with fallback.
 class CheckpointManager {
