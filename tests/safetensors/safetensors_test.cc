@@ -165,8 +165,8 @@ TEST(Safetensors, ReadRefusesMalformedFiles) {
   };
   for (const Case& c : cases) {
     Status s = ParseStatus(c.bytes);
-    EXPECT_EQ(s.code(), Status::Code::kCorruption) << c.says << ": "
-                                                   << s.ToString();
+    EXPECT_EQ(s.code(), Status::Code::kCorruption)
+        << c.says << ": " << s.ToString();
     EXPECT_NE(s.message().find(c.says), std::string::npos)
         << "want '" << c.says << "', got " << s.ToString();
     EXPECT_NE(s.message().find("t.safetensors"), std::string::npos);

@@ -38,22 +38,23 @@ int main(int argc, char** argv) {
                "fabps-export");
   auto* offline = app.add_option(
       "--checkpoints", checkpoint_dirs,
-      "directories holding the pservers' checkpoint files (offline export; "
-      "default: none, export from a running job)");
+      "directories holding the pservers' checkpoint files, for an offline "
+      "export (default: none, export from a running job)");
   auto* store_opt = app.add_option(
       "--store", store_spec,
       "a running job's coordination store, local:/dir or etcd:http://... "
       "(default: none)");
-  auto* ps_opt = app.add_option(
-      "--pservers", pservers,
-      "a running job's pserver addresses host:port, pserver 0 first "
-      "(default: none)")
-                     ->delimiter(',');
+  auto* ps_opt =
+      app.add_option(
+             "--pservers", pservers,
+             "a running job's pserver addresses host:port, pserver 0 first "
+             "(default: none)")
+          ->delimiter(',');
   app.add_option("--job", job, "job name in the store");
   app.add_option("-o,--output", output, "the model file to write")->required();
   app.add_option("--with-optimizer-state", state_output,
-                 "also write the optimizer state into this file (only with "
-                 "--checkpoints; default: left out)")
+                 "also write the optimizer state into this file, only with "
+                 "--checkpoints (default: none, left out)")
       ->needs(offline);
   app.add_option("--provider", provider,
                  "fabric provider for pulling from a running job");
