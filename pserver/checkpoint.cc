@@ -95,6 +95,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
   h.U32(static_cast<uint32_t>(ids.size()));
   info->header_crc = crc32c::Value(header.data(), header.size());
   h.U32(info->header_crc);
+  uint32_t file_crc = crc32c::Value(header.data(), header.size());
   FABPS_RETURN_IF_ERROR(f.Append(header.data(), header.size()));
 
   // Two record buffers: while one large record is written on a helper
@@ -127,6 +128,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
     }));
     uint32_t crc = crc32c::Value(record.data(), record.size());
     ByteWriter(&record).U32(crc);
+    file_crc = crc32c::Extend(file_crc, record.data(), record.size());
     if (writing.valid()) FABPS_RETURN_IF_ERROR(writing.get());
     if (record.size() >= kAsyncRecordBytes) {
       writing = std::async(std::launch::async, [&f, &record] {
@@ -147,6 +149,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
   ft.U32(crc32c::Value(footer.data(), footer.size()));
   FABPS_RETURN_IF_ERROR(f.Append(footer.data(), footer.size()));
   info->bytes = f.bytes_written();
+  info->file_crc = crc32c::Extend(file_crc, footer.data(), footer.size());
   return f.Flush();
 }
 
@@ -386,6 +389,20 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
   return out;
 }
 
+Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path) {
+  FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  std::vector<char> buf(1 << 20);
+  uint32_t crc = 0;
+  uint64_t left = f.size();
+  while (left > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(buf.data(), n, "the file"));
+    crc = crc32c::Extend(crc, buf.data(), n);
+    left -= n;
+  }
+  return std::make_pair(f.size(), crc);
+}
+
 Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir) {
   FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
   std::vector<CheckpointInfo> out;
@@ -440,7 +457,31 @@ Result<CheckpointInfo> CheckpointManager::Save(const Shard& shard) {
   return info;
 }
 
-Result<CheckpointInfo> CheckpointManager::LoadLatest(Shard* shard) {
+namespace {
+
+// OK when `path` is not the recorded file or matches the record.
+Status CompareWithRecord(const std::string& path,
+                         const RecordedCheckpoint& recorded) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  if (recorded.file.empty() || name != recorded.file) return Status::OK();
+  FABPS_ASSIGN_OR_RETURN(auto got, FileSizeAndCrc(path));
+  if (got.first == recorded.bytes && got.second == recorded.file_crc) {
+    return Status::OK();
+  }
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "%" PRIu64 " bytes, CRC32C %08x; the store recorded %" PRIu64
+                " bytes, CRC32C %08x",
+                got.first, got.second, recorded.bytes, recorded.file_crc);
+  return Status::Corruption("checkpoint " + path +
+                            " differs from its record in the store (" + text +
+                            ")");
+}
+
+}  // namespace
+
+Result<CheckpointInfo> CheckpointManager::LoadLatest(
+    Shard* shard, const RecordedCheckpoint& recorded) {
   std::lock_guard<std::mutex> lock(mu_);
   FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all,
                          ListCheckpoints(dir_, index_));
@@ -451,7 +492,8 @@ Result<CheckpointInfo> CheckpointManager::LoadLatest(Shard* shard) {
   Status first_error;
   std::string reasons;
   for (CheckpointInfo& info : all) {
-    Status s = LoadCheckpoint(info.path, shard);
+    Status s = CompareWithRecord(info.path, recorded);
+    if (s.ok()) s = LoadCheckpoint(info.path, shard);
     if (s.ok()) {
       if (!first_error.ok()) {
         FABPS_LOG(WARNING) << "loaded older checkpoint " << info.path

@@ -31,6 +31,7 @@
 #include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -44,6 +45,7 @@ struct CheckpointInfo {
   uint64_t sequence = 0;
   uint32_t header_crc = 0;  // identifies the file (recorded in the store)
   uint64_t bytes = 0;
+  uint32_t file_crc = 0;  // CRC32C of the whole file (recorded in the store)
 };
 
 // Writes a checkpoint of `shard` with `sequence` into `dir` (which must
@@ -95,6 +97,18 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
 // first. Names that do not parse are ignored.
 Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir);
 
+// CRC32C of the whole file at `path` and its size, read once.
+Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path);
+
+// What the store recorded about the newest checkpoint
+// (coord/protocol/checkpoint_record.h): before that file is loaded its size
+// and whole-file CRC must match, else it is skipped like a damaged one.
+struct RecordedCheckpoint {
+  std::string file;  // base name; "" : nothing recorded
+  uint64_t bytes = 0;
+  uint32_t file_crc = 0;
+};
+
 // Save with rotation, load with fallback.
 class CheckpointManager {
  public:
@@ -109,7 +123,11 @@ class CheckpointManager {
   // logged with its reason and the next older one is tried. NotFound when
   // there is none; otherwise the newest failure's code with every file's
   // reason in the message.
-  Result<CheckpointInfo> LoadLatest(Shard* shard);
+  // With `recorded` set, the file it names is first compared with it
+  // (size, whole-file CRC32C); a difference is logged as that file's
+  // reason and the next older file is tried.
+  Result<CheckpointInfo> LoadLatest(Shard* shard,
+                                    const RecordedCheckpoint& recorded = {});
 
  private:
   std::mutex mu_;

@@ -1,11 +1,14 @@
 #include "pserver/checkpointed_model.h"
 
+#include <sys/stat.h>
+
 #include <cstring>
 #include <map>
 #include <optional>
 
 #include "base/log.h"
 #include "pserver/checkpoint.h"
+#include "pserver/file_io.h"
 
 namespace fabps::pserver {
 namespace {
@@ -26,31 +29,46 @@ Result<Layout> VerifiedLayout(const std::string& path) {
 // Copies the blocks of a verified file into `model`.
 Status Gather(const std::string& path, CheckpointedModel* model) {
   const Layout& layout = model->layout;
-  return ReadCheckpoint(
-      path, nullptr, [&](const BlockView& v) -> Status {
-        CheckpointedParam& p = model->params[v.info->param];
-        const int slots = StateSlots(v.rule);
-        if (p.values.empty()) {
-          const ParamSpec& spec = layout.params()[v.info->param];
-          uint64_t elements = 1;
-          for (uint64_t d : spec.shape) elements *= d;
-          p.rule = v.rule;
-          p.values.assign(elements * DTypeSize(spec.dtype), '\0');
-          for (int k = 0; k < slots; ++k) p.state[k].assign(p.values.size(), '\0');
-        } else if (p.rule != v.rule) {
-          return Status::Corruption(
-              "block " + std::to_string(v.info->id) + " holds " +
-              RuleName(v.rule) + " state, other blocks of '" +
-              layout.params()[v.info->param].name + "' " + RuleName(p.rule));
-        }
-        const size_t offset = v.info->first_element * DTypeSize(v.dtype);
-        std::memcpy(p.values.data() + offset, v.values, v.value_bytes);
-        for (int k = 0; k < slots; ++k) {
-          std::memcpy(p.state[k].data() + offset, v.state[k], v.state_bytes);
-        }
-        model->update_counts[v.info->id] = v.update_count;
-        return Status::OK();
-      });
+  return ReadCheckpoint(path, nullptr, [&](const BlockView& v) -> Status {
+    CheckpointedParam& p = model->params[v.info->param];
+    const int slots = StateSlots(v.rule);
+    if (p.values.empty()) {
+      const ParamSpec& spec = layout.params()[v.info->param];
+      uint64_t elements = 1;
+      for (uint64_t d : spec.shape) elements *= d;
+      p.rule = v.rule;
+      p.values.assign(elements * DTypeSize(spec.dtype), '\0');
+      for (int k = 0; k < slots; ++k) p.state[k].assign(p.values.size(), '\0');
+    } else if (p.rule != v.rule) {
+      return Status::Corruption(
+          "block " + std::to_string(v.info->id) + " holds " + RuleName(v.rule) +
+          " state, other blocks of '" + layout.params()[v.info->param].name +
+          "' " + RuleName(p.rule));
+    }
+    const size_t offset = v.info->first_element * DTypeSize(v.dtype);
+    std::memcpy(p.values.data() + offset, v.values, v.value_bytes);
+    for (int k = 0; k < slots; ++k) {
+      std::memcpy(p.state[k].data() + offset, v.state[k], v.state_bytes);
+    }
+    model->update_counts[v.info->id] = v.update_count;
+    return Status::OK();
+  });
+}
+
+// `dir` and its "ps-<i>" subdirectories (where fabps-pserver --store keeps
+// pserver i's files).
+Result<std::vector<std::string>> WithPserverSubdirs(const std::string& dir) {
+  FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  std::vector<std::string> out = {dir};
+  for (const std::string& name : names) {
+    if (name.rfind("ps-", 0) != 0) continue;
+    struct stat st;
+    const std::string sub = dir + "/" + name;
+    if (::stat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      out.push_back(sub);
+    }
+  }
+  return out;
 }
 
 }  // namespace
@@ -58,10 +76,14 @@ Status Gather(const std::string& path, CheckpointedModel* model) {
 Result<CheckpointedModel> ReadNewestCheckpoints(
     const std::vector<std::string>& dirs) {
   std::map<uint32_t, std::vector<CheckpointInfo>> by_index;  // newest first
-  for (const std::string& dir : dirs) {
-    FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> found,
-                           ListAllCheckpoints(dir));
-    for (CheckpointInfo& info : found) by_index[info.index].push_back(info);
+  for (const std::string& top : dirs) {
+    FABPS_ASSIGN_OR_RETURN(std::vector<std::string> subdirs,
+                           WithPserverSubdirs(top));
+    for (const std::string& dir : subdirs) {
+      FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> found,
+                             ListAllCheckpoints(dir));
+      for (CheckpointInfo& info : found) by_index[info.index].push_back(info);
+    }
   }
   for (auto& [index, files] : by_index) {
     std::sort(files.begin(), files.end(),

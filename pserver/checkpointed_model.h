@@ -30,13 +30,15 @@ struct CheckpointedParam {
 };
 
 struct CheckpointedModel {
-  Layout layout;                            // as the files record it
-  std::vector<CheckpointedParam> params;    // by index in layout.params()
-  std::vector<uint64_t> update_counts;      // by global block id
-  std::vector<std::string> files;           // the file read for shard i
+  Layout layout;                          // as the files record it
+  std::vector<CheckpointedParam> params;  // by index in layout.params()
+  std::vector<uint64_t> update_counts;    // by global block id
+  std::vector<std::string> files;         // the file read for shard i
 };
 
-// Lists the checkpoint files ("shard-<i>-<seq>.ckpt") in `dirs` and, for
+// Lists the checkpoint files ("shard-<i>-<seq>.ckpt") in `dirs` and their
+// "ps-<i>" subdirectories (fabps-pserver --store keeps pserver i's files in
+// <checkpoint-dir>/ps-<i>) and, for
 // each shard index, takes the newest one that verifies completely (every
 // CRC; an older one when the newest is damaged, the reason logged). Shard
 // 0's choice fixes the layout (so its pserver count N); shards 0..N-1 must

@@ -141,10 +141,9 @@ Status CheckTiling(std::vector<TensorInfo>* tensors, uint64_t data_bytes,
   for (const TensorInfo& t : *tensors) {
     const std::string what = file + ": tensor '" + t.name + "'";
     if (t.end > data_bytes) {
-      return Status::Corruption(what + ": data_offsets end " +
-                                std::to_string(t.end) +
-                                " past the data section of " +
-                                std::to_string(data_bytes) + " bytes");
+      return Status::Corruption(
+          what + ": data_offsets end " + std::to_string(t.end) +
+          " past the data section of " + std::to_string(data_bytes) + " bytes");
     }
     if (t.begin < expected) {
       return Status::Corruption(what + ": bytes [" + std::to_string(t.begin) +
@@ -152,16 +151,16 @@ Status CheckTiling(std::vector<TensorInfo>* tensors, uint64_t data_bytes,
                                 ") overlap tensor '" + previous->name + "'");
     }
     if (t.begin > expected) {
-      return Status::Corruption(what + ": hole of " +
-                                std::to_string(t.begin - expected) +
-                                " bytes before it at offset " +
-                                std::to_string(expected));
+      return Status::Corruption(
+          what + ": hole of " + std::to_string(t.begin - expected) +
+          " bytes before it at offset " + std::to_string(expected));
     }
     expected = t.end;
     previous = &t;
   }
   if (expected != data_bytes) {
-    return Status::Corruption(file + ": " + std::to_string(data_bytes - expected) +
+    return Status::Corruption(file + ": " +
+                              std::to_string(data_bytes - expected) +
                               " bytes after the last tensor");
   }
   return Status::OK();

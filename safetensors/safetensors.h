@@ -61,10 +61,10 @@ using Metadata = std::map<std::string, std::string>;
 // during WriteFile.
 struct TensorToWrite {
   std::string name;
-  std::string dtype;             // a name DTypeSize knows
-  std::vector<uint64_t> shape;   // {} is a scalar (one element)
-  const void* data = nullptr;    // `bytes` bytes, little-endian elements
-  size_t bytes = 0;              // elements * DTypeSize(dtype)
+  std::string dtype;            // a name DTypeSize knows
+  std::vector<uint64_t> shape;  // {} is a scalar (one element)
+  const void* data = nullptr;   // `bytes` bytes, little-endian elements
+  size_t bytes = 0;             // elements * DTypeSize(dtype)
 };
 
 // A tensor of a file read back.

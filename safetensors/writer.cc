@@ -47,10 +47,10 @@ Result<std::string> EncodeHeader(const std::vector<TensorToWrite>& tensors,
   std::string json = header.dump();
   json.append((8 - json.size() % 8) % 8, ' ');
   if (json.size() > kMaxHeaderBytes) {
-    return Status::InvalidArgument(
-        "safetensors: header of " + std::to_string(json.size()) +
-        " bytes, more than the format's bound " +
-        std::to_string(kMaxHeaderBytes));
+    return Status::InvalidArgument("safetensors: header of " +
+                                   std::to_string(json.size()) +
+                                   " bytes, more than the format's bound " +
+                                   std::to_string(kMaxHeaderBytes));
   }
   std::string out(8, '\0');
   StoreU64(out.data(), json.size());

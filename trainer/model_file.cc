@@ -52,8 +52,8 @@ const char* SafetensorsDType(DType dtype) {
 }
 
 Result<DType> DTypeFromSafetensors(std::string_view name) {
-  for (DType t : {DType::kFloat32, DType::kFloat64, DType::kInt32,
-                  DType::kInt64}) {
+  for (DType t :
+       {DType::kFloat32, DType::kFloat64, DType::kInt32, DType::kInt64}) {
     if (name == SafetensorsDType(t)) return t;
   }
   return Status::InvalidArgument("dtype " + std::string(name) +

@@ -41,13 +41,13 @@ Status EvaluateModelFile(const TrainerConfig& config) {
   Mlp<float> mlp;
   Evaluation e = EvaluateModel(params, test_set, config.eval_batch, &mlp);
   FABPS_ASSIGN_OR_RETURN(auto log, MetricsLog::Open(config.metrics_file));
-  log->Write(JsonLine()
-                 .Add("event", "evaluate")
-                 .Add("model", config.evaluate)
-                 .Add("test_examples",
-                      static_cast<int64_t>(test_set.labels.size()))
-                 .Add("test_accuracy", e.accuracy)
-                 .Add("test_loss", e.loss));
+  log->Write(
+      JsonLine()
+          .Add("event", "evaluate")
+          .Add("model", config.evaluate)
+          .Add("test_examples", static_cast<int64_t>(test_set.labels.size()))
+          .Add("test_accuracy", e.accuracy)
+          .Add("test_loss", e.loss));
   return Status::OK();
 }
 

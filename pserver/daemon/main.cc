@@ -54,6 +54,9 @@
 namespace {
 
 struct Flags {
+  // Not a flag: what ps/<i>/checkpoint recorded about the newest file in
+  // the directory this pserver recovers from.
+  fabps::pserver::RecordedCheckpoint recorded;
   std::string host = "127.0.0.1";
   int port = 0;
   std::string port_file;
@@ -142,6 +145,11 @@ int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
                       << ": recovering from it";
       own = last->dir;
     }
+    char abs[4096];
+    const std::string own_abs = ::realpath(own.c_str(), abs) ? abs : own;
+    if (last->size != 0 && own_abs == last->dir) {
+      f->recorded = {last->file, last->size, last->file_crc};
+    }
   } else if (last.status().code() != fabps::Status::Code::kNotFound) {
     FABPS_LOG(WARNING) << "reading the checkpoint record: "
                        << last.status().ToString();
@@ -160,6 +168,8 @@ void RecordCheckpoint(Claim* claim, const std::string& dir,
   if (!written.path.empty()) {
     record.file = written.path.substr(written.path.rfind('/') + 1);
     record.crc = written.header_crc;
+    record.size = written.bytes;
+    record.file_crc = written.file_crc;
   }
   record.unix_time = ::time(nullptr);
   fabps::Status s =
@@ -199,6 +209,7 @@ int Serve(Flags f, const std::string& token) {
   so.num_pservers = f.num_pservers;
   so.block_elements = f.block_elements;
   so.checkpoint_dir = f.checkpoint_dir;
+  so.recorded_checkpoint = f.recorded;
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
   so.store_elects_initializer = !f.store.empty();

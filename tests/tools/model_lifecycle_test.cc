@@ -24,7 +24,8 @@ using testing::TempDir;
 
 // Runs `argv` to its end (at most `timeout_ms`); its output in *out.
 int RunToEnd(const TempDir& dir, const std::vector<std::string>& argv,
-        const std::string& name, std::string* out, int timeout_ms = 240000) {
+             const std::string& name, std::string* out,
+             int timeout_ms = 240000) {
   auto p = Subprocess::Start(argv, dir.File(name + ".out"));
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   if (!p.ok()) return -1;
@@ -38,9 +39,20 @@ int Launch(const TempDir& dir, const std::string& run,
            const std::vector<std::string>& extra, std::string* out) {
   std::vector<std::string> argv = {
       testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes", "1", "--pservers", "2", "--trainers", "1",
-      "--provider", "tcp;ofi_rxm", "--run-dir", dir.File(run),
-      "--data-dir", dir.File("data"), "--save-period", "2"};
+      "--passes",
+      "1",
+      "--pservers",
+      "2",
+      "--trainers",
+      "1",
+      "--provider",
+      "tcp;ofi_rxm",
+      "--run-dir",
+      dir.File(run),
+      "--data-dir",
+      dir.File("data"),
+      "--save-period",
+      "2"};
   argv.insert(argv.end(), extra.begin(), extra.end());
   return RunToEnd(dir, argv, run, out);
 }
@@ -59,11 +71,12 @@ std::string LastAccuracy(const std::string& text) {
 
 std::string Evaluate(const TempDir& dir, const std::string& model) {
   std::string out;
-  int code = RunToEnd(dir,
-                 {testing::BuiltBinary("examples/fashion_mnist/"
-                                       "fabps-fashion-mnist-trainer"),
-                  "--evaluate", model, "--test-data", dir.File("data/test/*")},
-                 "evaluate", &out, 120000);
+  int code =
+      RunToEnd(dir,
+               {testing::BuiltBinary("examples/fashion_mnist/"
+                                     "fabps-fashion-mnist-trainer"),
+                "--evaluate", model, "--test-data", dir.File("data/test/*")},
+               "evaluate", &out, 120000);
   EXPECT_EQ(code, 0) << out;
   return LastAccuracy(out);
 }
@@ -87,10 +100,10 @@ TEST(ModelLifecycle, ExportEvaluateExportOfflineAndStartFromIt) {
   // same tensors, bit for bit.
   std::string exported;
   ASSERT_EQ(RunToEnd(dir,
-                {testing::BuiltBinary("tools/export/fabps-export"),
-                 "--checkpoints", dir.File("run1/checkpoints"), "-o",
-                 dir.File("offline.safetensors")},
-                "export", &exported),
+                     {testing::BuiltBinary("tools/export/fabps-export"),
+                      "--checkpoints", dir.File("run1/checkpoints"), "-o",
+                      dir.File("offline.safetensors")},
+                     "export", &exported),
             0)
       << exported;
   auto a = safetensors::SafetensorsFile::Read(model);
@@ -118,8 +131,8 @@ TEST(ModelLifecycle, ExportEvaluateExportOfflineAndStartFromIt) {
   EXPECT_NE(testing::ReadFileOrEmpty(dir.File("run2/trainer-0.log"))
                 .find("initializing the parameters (from " + model),
             std::string::npos);
-  const std::string started =
-      LastAccuracy(testing::ReadFileOrEmpty(dir.File("run2/trainer-0.metrics")));
+  const std::string started = LastAccuracy(
+      testing::ReadFileOrEmpty(dir.File("run2/trainer-0.metrics")));
   ASSERT_FALSE(started.empty());
   EXPECT_NEAR(std::stod(started), std::stod(job_accuracy), 0.02);
   EXPECT_GT(std::stod(job_accuracy), 0.5);
@@ -137,11 +150,10 @@ TEST(ModelLifecycle, InitFromAMismatchedModelIsRefusedByName) {
   auto t = [&](const char* name, std::vector<uint64_t> shape) {
     uint64_t n = 1;
     for (uint64_t d : shape) n *= d;
-    return safetensors::TensorToWrite{name, "F32", shape, zeros.data(),
-                                      n * 4};
+    return safetensors::TensorToWrite{name, "F32", shape, zeros.data(), n * 4};
   };
   std::vector<safetensors::TensorToWrite> good = {
-      t("fc1.w", {784, 256}), t("fc1.b", {256}), t("fc2.w", {256, 128}),
+      t("fc1.w", {784, 256}), t("fc1.b", {256}),     t("fc2.w", {256, 128}),
       t("fc2.b", {128}),      t("fc3.w", {128, 10}), t("fc3.b", {10})};
   std::vector<float> big(784 * 256);
   good[0].data = big.data();
@@ -159,13 +171,13 @@ TEST(ModelLifecycle, InitFromAMismatchedModelIsRefusedByName) {
     ASSERT_TRUE(safetensors::WriteFile(path, cases[i].tensors, {}).ok());
     std::string out;
     int code = RunToEnd(dir,
-                   {testing::BuiltBinary("examples/fashion_mnist/"
-                                         "fabps-fashion-mnist-trainer"),
-                    "--init-from", path, "--master", "127.0.0.1:1",
-                    "--pservers", "127.0.0.1:1", "--dataset", "/nonexistent/*",
-                    "--test-data", "/nonexistent-test/*", "--provider",
-                    "tcp;ofi_rxm", "--timeout-ms", "100"},
-                   "trainer" + std::to_string(i), &out, 60000);
+                        {testing::BuiltBinary("examples/fashion_mnist/"
+                                              "fabps-fashion-mnist-trainer"),
+                         "--init-from", path, "--master", "127.0.0.1:1",
+                         "--pservers", "127.0.0.1:1", "--dataset",
+                         "/nonexistent/*", "--test-data", "/nonexistent-test/*",
+                         "--provider", "tcp;ofi_rxm", "--timeout-ms", "100"},
+                        "trainer" + std::to_string(i), &out, 60000);
     EXPECT_EQ(code, 1) << out;
     EXPECT_NE(out.find("--init-from: " + path + ": " + cases[i].says),
               std::string::npos)
