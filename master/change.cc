@@ -25,6 +25,8 @@ const char* ChangeTypeName(Change::Type t) {
       return "Fail";
     case Change::Type::kNewPass:
       return "NewPass";
+    case Change::Type::kSaveGrant:
+      return "SaveGrant";
   }
   return "?";
 }
@@ -139,6 +141,10 @@ std::string EncodeChange(const Change& c) {
     case Change::Type::kNewPass:
       w.I64(c.pass);
       break;
+    case Change::Type::kSaveGrant:
+      w.Str(c.trainer);
+      w.I64(c.deadline_ms);
+      break;
   }
   AppendCrc(&out);
   return out;
@@ -178,6 +184,11 @@ Result<Change> DecodeChange(std::string_view bytes) {
     case 5:
       c.type = Change::Type::kNewPass;
       ok = r.I64(&c.pass);
+      break;
+    case 6:
+      c.type = Change::Type::kSaveGrant;
+      ok = r.Str(&c.trainer, kMaxTrainerBytes) && !c.trainer.empty() &&
+           r.I64(&c.deadline_ms);
       break;
     default:
       return Status::Corruption("journal record: unknown type " +

@@ -43,6 +43,7 @@ struct Change {
         4,  // task_id, epoch, timed_out, to_failed: pending -> todo or failed
     kNewPass =
         5,  // pass (= old + 1): done -> todo, when todo and pending are empty
+    kSaveGrant = 6,  // trainer, deadline_ms: the save election's grant
   };
   Type type = Type::kDispatch;
   uint64_t task_id = 0;
@@ -54,7 +55,11 @@ struct Change {
   int64_t pass = 0;
   std::vector<std::string> globs;
   std::vector<TaskDef> tasks;
+  std::string trainer;  // kSaveGrant: 1..kMaxTrainerBytes bytes
 };
+
+// Bound of a save grant's trainer id (the RPC's bound too).
+constexpr size_t kMaxTrainerBytes = 256;
 
 const char* ChangeTypeName(Change::Type t);
 

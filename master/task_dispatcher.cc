@@ -8,7 +8,6 @@
 
 namespace fabps::master {
 namespace {
-constexpr size_t kMaxTrainerIdBytes = 256;
 // Records and bytes per journal batch (StoreJournal::kMaxBatch; the bytes
 // keep a batch well inside etcd's request limit; a single larger record
 // still goes, alone, and the journal stores it in parts).
@@ -263,7 +262,7 @@ Status TaskDispatcher::SetDataset(const std::vector<std::string>& globs) {
 
 Result<GetTaskReply> TaskDispatcher::GetTask(int64_t pass,
                                              const std::string& trainer_id) {
-  if (trainer_id.size() > kMaxTrainerIdBytes) {
+  if (trainer_id.size() > kMaxTrainerBytes) {
     return Status::InvalidArgument("trainer id too long");
   }
   Lock l(mu_);
@@ -345,17 +344,25 @@ Result<bool> TaskDispatcher::TaskFailed(uint64_t task_id, uint64_t epoch) {
 
 Result<bool> TaskDispatcher::RequestSaveModel(const std::string& trainer_id,
                                               int64_t block_ms) {
-  if (trainer_id.empty() || trainer_id.size() > kMaxTrainerIdBytes) {
+  if (trainer_id.empty() || trainer_id.size() > kMaxTrainerBytes) {
     return Status::InvalidArgument("trainer id must have 1 to 256 bytes");
   }
   if (block_ms < 0 || block_ms > kMaxSaveBlockMs) {
     return Status::InvalidArgument("block_ms must be in [0, 86400000]");
   }
   Lock l(mu_);
+  FABPS_RETURN_IF_ERROR(RecoverLocked(l));
   int64_t now = clock_->NowMs();
-  if (now < save_until_ms_ && save_holder_ != trainer_id) return false;
-  save_holder_ = trainer_id;
-  save_until_ms_ = now + block_ms;
+  if (now < queues_.save_until_ms() && queues_.save_holder() != trainer_id) {
+    return false;
+  }
+  // Journaled like every change: a master that takes over keeps the grant.
+  Change c;
+  c.type = Change::Type::kSaveGrant;
+  c.trainer = trainer_id;
+  c.deadline_ms = now + block_ms;
+  StageLocked(c);
+  FABPS_RETURN_IF_ERROR(AwaitDurableLocked(l));
   return true;
 }
 

@@ -19,8 +19,9 @@
 //     past `task_failure_max` failures it goes to failed (for good).
 //   - When todo and pending are empty the pass ends: done tasks move back to
 //     todo and the pass number goes up by one.
-//   - RequestSaveModel grants one trainer at a time for `block_ms` (kept in
-//     memory only: a new master starts with no grant).
+//   - RequestSaveModel grants one trainer at a time for `block_ms`; the
+//     grant is journaled (Change kSaveGrant), so a master that takes over
+//     keeps it.
 //
 // Group commit: a call decides and applies its changes in memory under the
 // mutex, queues their records, and then waits until they are durable; one
@@ -145,8 +146,6 @@ class TaskDispatcher {
   const DispatcherOptions options_;
   TaskQueues queues_;                        // guarded by mu_
   std::map<std::string, int64_t> trainers_;  // id -> last seen, guarded by mu_
-  std::string save_holder_;                  // guarded by mu_
-  int64_t save_until_ms_ = 0;                // guarded by mu_
   uint64_t timeouts_ = 0;                    // guarded by mu_
   // Group commit, guarded by mu_: records staged but not yet written, the
   // counts of changes staged and made durable (they only grow), whether a

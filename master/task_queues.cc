@@ -116,6 +116,12 @@ Status TaskQueues::Apply(const Change& c) {
       done_ = 0;
       return Status::OK();
     }
+    case Change::Type::kSaveGrant: {
+      if (c.trainer.empty()) return Reject(c, "no trainer");
+      save_holder_ = c.trainer;
+      save_until_ms_ = c.deadline_ms;
+      return Status::OK();
+    }
   }
   return Status::InvalidArgument("unknown change type");
 }
@@ -139,6 +145,11 @@ std::string TaskQueues::EncodeSnapshot() const {
   }
   w.U32(static_cast<uint32_t>(todo_.size()));
   for (uint64_t id : todo_) w.U64(id);
+  // Appended later: snapshots without it decode with no grant.
+  if (!save_holder_.empty()) {
+    w.Str(save_holder_);
+    w.I64(save_until_ms_);
+  }
   AppendCrc(&out);
   return out;
 }
@@ -201,6 +212,10 @@ Result<TaskQueues> TaskQueues::DecodeSnapshot(std::string_view bytes) {
     }
     seen[id] = true;
     q.todo_.push_back(id);
+  }
+  if (r.left() != 0 && (!r.Str(&q.save_holder_, kMaxTrainerBytes) ||
+                        q.save_holder_.empty() || !r.I64(&q.save_until_ms_))) {
+    return bad("save grant");
   }
   if (r.left() != 0) return bad("trailing bytes");
   return q;

@@ -69,6 +69,11 @@ class TaskQueues {
   // unchanged and the error (FailedPrecondition or InvalidArgument) says why.
   Status Apply(const Change& c);
 
+  // The save election's grant (Change kSaveGrant): who holds it and until
+  // when (ms, the master's clock); "" and 0 before the first.
+  const std::string& save_holder() const { return save_holder_; }
+  int64_t save_until_ms() const { return save_until_ms_; }
+
   std::string EncodeSnapshot() const;
   static Result<TaskQueues> DecodeSnapshot(std::string_view bytes);
 
@@ -87,6 +92,8 @@ class TaskQueues {
   std::set<uint64_t> failed_;
   double avg_duration_ms_ = 0;
   uint64_t finished_count_ = 0;
+  std::string save_holder_;
+  int64_t save_until_ms_ = 0;
 };
 
 }  // namespace fabps::master

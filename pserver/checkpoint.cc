@@ -52,6 +52,23 @@ bool ParseFileName(const std::string& name, uint32_t index,
   return true;
 }
 
+// Parses "shard-<index>-<20 digits>.ckpt" for any index.
+bool ParseAnyFileName(const std::string& name, uint32_t* index,
+                      uint64_t* sequence) {
+  const std::string prefix = "shard-";
+  if (name.compare(0, prefix.size(), prefix) != 0) return false;
+  uint64_t v = 0;
+  size_t i = prefix.size();
+  for (; i < name.size() && i < prefix.size() + 10 && name[i] >= '0' &&
+         name[i] <= '9';
+       ++i) {
+    v = v * 10 + static_cast<uint64_t>(name[i] - '0');
+  }
+  if (i == prefix.size() || v > UINT32_MAX) return false;
+  *index = static_cast<uint32_t>(v);
+  return ParseFileName(name, *index, sequence);
+}
+
 uint64_t NowUnixMs() {
   return static_cast<uint64_t>(
       std::chrono::duration_cast<std::chrono::milliseconds>(
@@ -78,6 +95,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
   h.U32(static_cast<uint32_t>(ids.size()));
   info->header_crc = crc32c::Value(header.data(), header.size());
   h.U32(info->header_crc);
+  uint32_t file_crc = crc32c::Value(header.data(), header.size());
   FABPS_RETURN_IF_ERROR(f.Append(header.data(), header.size()));
 
   // Two record buffers: while one large record is written on a helper
@@ -110,6 +128,7 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
     }));
     uint32_t crc = crc32c::Value(record.data(), record.size());
     ByteWriter(&record).U32(crc);
+    file_crc = crc32c::Extend(file_crc, record.data(), record.size());
     if (writing.valid()) FABPS_RETURN_IF_ERROR(writing.get());
     if (record.size() >= kAsyncRecordBytes) {
       writing = std::async(std::launch::async, [&f, &record] {
@@ -130,12 +149,15 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
   ft.U32(crc32c::Value(footer.data(), footer.size()));
   FABPS_RETURN_IF_ERROR(f.Append(footer.data(), footer.size()));
   info->bytes = f.bytes_written();
+  info->file_crc = crc32c::Extend(file_crc, footer.data(), footer.size());
   return f.Flush();
 }
 
-// One pass over a checkpoint file. With restore == false it only checks;
-// with restore == true it also writes each verified block into the shard.
-Status Scan(const std::string& path, Shard* shard, bool restore) {
+// One pass over a checkpoint file: every length is bounded by the file and
+// the layout it records, every record's CRC checked before it is shown.
+Status ReadRecords(const std::string& path,
+                   const CheckpointHeaderVisitor& on_header,
+                   const CheckpointBlockVisitor& on_block) {
   FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
   auto corrupt = [](const std::string& why) { return Status::Corruption(why); };
 
@@ -173,18 +195,15 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
   Result<Layout> layout =
       Layout::Decode(layout_bytes.data(), layout_bytes.size());
   if (!layout.ok()) return corrupt("header: " + layout.status().message());
-  if (std::string diff = Layout::DescribeDifference(*layout, shard->layout());
-      !diff.empty()) {
-    return Status::FailedPrecondition(
-        "made with a different layout (" + diff +
-        "; checkpoint vs this shard); refusing to load it");
+  if (index >= layout->num_pservers()) {
+    return corrupt("shard index " + std::to_string(index) +
+                   " outside the layout's " +
+                   std::to_string(layout->num_pservers()) + " pservers");
   }
-  if (index != shard->index()) {
-    return Status::FailedPrecondition("holds shard " + std::to_string(index) +
-                                      ", this is shard " +
-                                      std::to_string(shard->index()));
-  }
-  const std::vector<uint32_t>& ids = shard->block_ids();
+  CheckpointHeader header{index, sequence, time_ms, std::move(*layout)};
+  if (on_header) FABPS_RETURN_IF_ERROR(on_header(header));
+  const Layout& lay = header.layout;
+  const std::vector<uint32_t> ids = lay.BlocksOf(index);
   if (num_blocks != ids.size()) {
     return corrupt("block count " + std::to_string(num_blocks) +
                    " does not match the layout (" + std::to_string(ids.size()) +
@@ -209,8 +228,8 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
     rr.U32(&slots);
     rr.U64(&elements);
     rr.U64(&update_count);
-    const BlockInfo& info = shard->layout().blocks()[id];
-    const DType want_dtype = shard->layout().params()[info.param].dtype;
+    const BlockInfo& info = lay.blocks()[id];
+    const DType want_dtype = lay.params()[info.param].dtype;
     // The payload length comes from the layout, never from the file; the
     // file's own fields are compared once the CRC has vouched for them.
     if (slots > 2)
@@ -240,20 +259,19 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
         StateSlots(static_cast<RuleKind>(kind)) != static_cast<int>(slots)) {
       return corrupt(where + ": unknown rule " + std::to_string(kind));
     }
-    RuleKind want_rule = RuleKind::kSgd;
-    FABPS_RETURN_IF_ERROR(shard->ReadBlockLocked(
-        id, [&](const BlockView& v) { want_rule = v.rule; }));
-    if (static_cast<RuleKind>(kind) != want_rule) {
-      return Status::FailedPrecondition(where + ": optimizer state is for " +
-                                        RuleName(static_cast<RuleKind>(kind)) +
-                                        ", this shard uses " +
-                                        RuleName(want_rule));
-    }
-    if (restore) {
+    if (on_block) {
       const char* p = payload.data();
-      FABPS_RETURN_IF_ERROR(shard->RestoreBlock(
-          id, p, slots > 0 ? p + value_bytes : nullptr,
-          slots > 1 ? p + 2 * value_bytes : nullptr, update_count));
+      BlockView v;
+      v.info = &info;
+      v.dtype = want_dtype;
+      v.rule = static_cast<RuleKind>(kind);
+      v.values = p;
+      v.value_bytes = value_bytes;
+      v.state[0] = slots > 0 ? p + value_bytes : nullptr;
+      v.state[1] = slots > 1 ? p + 2 * value_bytes : nullptr;
+      v.state_bytes = slots > 0 ? value_bytes : 0;
+      v.update_count = update_count;
+      FABPS_RETURN_IF_ERROR(on_block(v));
     }
   }
 
@@ -279,6 +297,42 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
   return Status::OK();
 }
 
+// One pass over a checkpoint file for `shard`. With restore == false it only
+// checks; with restore == true it also writes each verified block into the
+// shard.
+Status Scan(const std::string& path, Shard* shard, bool restore) {
+  auto fits = [&](const CheckpointHeader& h) -> Status {
+    if (std::string diff =
+            Layout::DescribeDifference(h.layout, shard->layout());
+        !diff.empty()) {
+      return Status::FailedPrecondition(
+          "made with a different layout (" + diff +
+          "; checkpoint vs this shard); refusing to load it");
+    }
+    if (h.shard_index != shard->index()) {
+      return Status::FailedPrecondition(
+          "holds shard " + std::to_string(h.shard_index) + ", this is shard " +
+          std::to_string(shard->index()));
+    }
+    return Status::OK();
+  };
+  auto block = [&](const BlockView& v) -> Status {
+    const uint32_t id = v.info->id;
+    RuleKind want_rule = RuleKind::kSgd;
+    FABPS_RETURN_IF_ERROR(shard->ReadBlockLocked(
+        id, [&](const BlockView& mine) { want_rule = mine.rule; }));
+    if (v.rule != want_rule) {
+      return Status::FailedPrecondition(
+          "block " + std::to_string(id) + ": optimizer state is for " +
+          RuleName(v.rule) + ", this shard uses " + RuleName(want_rule));
+    }
+    if (!restore) return Status::OK();
+    return shard->RestoreBlock(id, v.values, v.state[0], v.state[1],
+                               v.update_count);
+  };
+  return ReadRecords(path, fits, block);
+}
+
 }  // namespace
 
 Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
@@ -287,12 +341,20 @@ Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
   const std::string name = FileName(shard.index(), sequence);
   CheckpointInfo info;
   info.path = dir + "/" + name;
+  info.index = shard.index();
   info.sequence = sequence;
   Status s = WriteFileDurably(info.path, [&](int fd) {
     return WriteFile(shard, fd, TempPathFor(info.path), sequence, &info);
   });
   if (!s.ok()) return s.WithContext("checkpoint " + info.path);
   return info;
+}
+
+Status ReadCheckpoint(const std::string& path,
+                      const CheckpointHeaderVisitor& on_header,
+                      const CheckpointBlockVisitor& on_block) {
+  return ReadRecords(path, on_header, on_block)
+      .WithContext("checkpoint " + path);
 }
 
 Status VerifyCheckpoint(const std::string& path, const Shard& shard) {
@@ -316,12 +378,45 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
     CheckpointInfo info;
     if (ParseFileName(name, index, &info.sequence)) {
       info.path = dir + "/" + name;
+      info.index = index;
       out.push_back(std::move(info));
     }
   }
   std::sort(out.begin(), out.end(),
             [](const CheckpointInfo& a, const CheckpointInfo& b) {
               return a.sequence > b.sequence;
+            });
+  return out;
+}
+
+Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path) {
+  FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  std::vector<char> buf(1 << 20);
+  uint32_t crc = 0;
+  uint64_t left = f.size();
+  while (left > 0) {
+    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
+    FABPS_RETURN_IF_ERROR(f.ReadExactly(buf.data(), n, "the file"));
+    crc = crc32c::Extend(crc, buf.data(), n);
+    left -= n;
+  }
+  return std::make_pair(f.size(), crc);
+}
+
+Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir) {
+  FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  std::vector<CheckpointInfo> out;
+  for (const std::string& name : names) {
+    CheckpointInfo info;
+    if (ParseAnyFileName(name, &info.index, &info.sequence)) {
+      info.path = dir + "/" + name;
+      out.push_back(std::move(info));
+    }
+  }
+  std::sort(out.begin(), out.end(),
+            [](const CheckpointInfo& a, const CheckpointInfo& b) {
+              return a.index != b.index ? a.index < b.index
+                                        : a.sequence > b.sequence;
             });
   return out;
 }
@@ -362,7 +457,31 @@ Result<CheckpointInfo> CheckpointManager::Save(const Shard& shard) {
   return info;
 }
 
-Result<CheckpointInfo> CheckpointManager::LoadLatest(Shard* shard) {
+namespace {
+
+// OK when `path` is not the recorded file or matches the record.
+Status CompareWithRecord(const std::string& path,
+                         const RecordedCheckpoint& recorded) {
+  const std::string name = path.substr(path.rfind('/') + 1);
+  if (recorded.file.empty() || name != recorded.file) return Status::OK();
+  FABPS_ASSIGN_OR_RETURN(auto got, FileSizeAndCrc(path));
+  if (got.first == recorded.bytes && got.second == recorded.file_crc) {
+    return Status::OK();
+  }
+  char text[160];
+  std::snprintf(text, sizeof(text),
+                "%" PRIu64 " bytes, CRC32C %08x; the store recorded %" PRIu64
+                " bytes, CRC32C %08x",
+                got.first, got.second, recorded.bytes, recorded.file_crc);
+  return Status::Corruption("checkpoint " + path +
+                            " differs from its record in the store (" + text +
+                            ")");
+}
+
+}  // namespace
+
+Result<CheckpointInfo> CheckpointManager::LoadLatest(
+    Shard* shard, const RecordedCheckpoint& recorded) {
   std::lock_guard<std::mutex> lock(mu_);
   FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> all,
                          ListCheckpoints(dir_, index_));
@@ -373,7 +492,8 @@ Result<CheckpointInfo> CheckpointManager::LoadLatest(Shard* shard) {
   Status first_error;
   std::string reasons;
   for (CheckpointInfo& info : all) {
-    Status s = LoadCheckpoint(info.path, shard);
+    Status s = CompareWithRecord(info.path, recorded);
+    if (s.ok()) s = LoadCheckpoint(info.path, shard);
     if (s.ok()) {
       if (!first_error.ok()) {
         FABPS_LOG(WARNING) << "loaded older checkpoint " << info.path

@@ -28,8 +28,10 @@
 #define FABPS_PSERVER_CHECKPOINT_H_
 
 #include <cstdint>
+#include <functional>
 #include <mutex>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "base/status.h"
@@ -39,9 +41,11 @@ namespace fabps::pserver {
 
 struct CheckpointInfo {
   std::string path;
+  uint32_t index = 0;  // the shard it holds (from its name)
   uint64_t sequence = 0;
   uint32_t header_crc = 0;  // identifies the file (recorded in the store)
   uint64_t bytes = 0;
+  uint32_t file_crc = 0;  // CRC32C of the whole file (recorded in the store)
 };
 
 // Writes a checkpoint of `shard` with `sequence` into `dir` (which must
@@ -49,6 +53,29 @@ struct CheckpointInfo {
 Result<CheckpointInfo> WriteCheckpoint(const Shard& shard,
                                        const std::string& dir,
                                        uint64_t sequence);
+
+// What a checkpoint file says about itself (its header).
+struct CheckpointHeader {
+  uint32_t shard_index = 0;
+  uint64_t sequence = 0;
+  uint64_t unix_ms = 0;  // when it was written
+  Layout layout;         // of the job that wrote it
+};
+using CheckpointHeaderVisitor = std::function<Status(const CheckpointHeader&)>;
+// A block record as read: `info` points into the header's layout; the value
+// and state pointers are valid only during the call.
+using CheckpointBlockVisitor = std::function<Status(const BlockView&)>;
+
+// Reads the checkpoint at `path` once, without a shard: `on_header` (if
+// set) sees the header once its CRC and layout have verified, before any
+// block; `on_block` (if set) sees each block record, ascending id, once its
+// CRC has verified. The footer is checked last, so a caller that must not
+// act on a damaged file reads it twice (verify, then use) or discards what
+// it gathered on error. A visitor's error stops the read and is returned.
+// Errors name the file and the failed check (Corruption for damage).
+Status ReadCheckpoint(const std::string& path,
+                      const CheckpointHeaderVisitor& on_header,
+                      const CheckpointBlockVisitor& on_block);
 
 // Checks every CRC, length and field of the file at `path` against `shard`'s
 // layout, index and rules, reading it once without changing the shard.
@@ -66,6 +93,22 @@ Status LoadCheckpoint(const std::string& path, Shard* shard);
 Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
                                                     uint32_t index);
 
+// Checkpoints of every shard in `dir`, by index ascending, then newest
+// first. Names that do not parse are ignored.
+Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir);
+
+// CRC32C of the whole file at `path` and its size, read once.
+Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path);
+
+// What the store recorded about the newest checkpoint
+// (coord/protocol/checkpoint_record.h): before that file is loaded its size
+// and whole-file CRC must match, else it is skipped like a damaged one.
+struct RecordedCheckpoint {
+  std::string file;  // base name; "" : nothing recorded
+  uint64_t bytes = 0;
+  uint32_t file_crc = 0;
+};
+
 // Save with rotation, load with fallback.
 class CheckpointManager {
  public:
@@ -80,7 +123,11 @@ class CheckpointManager {
   // logged with its reason and the next older one is tried. NotFound when
   // there is none; otherwise the newest failure's code with every file's
   // reason in the message.
-  Result<CheckpointInfo> LoadLatest(Shard* shard);
+  // With `recorded` set, the file it names is first compared with it
+  // (size, whole-file CRC32C); a difference is logged as that file's
+  // reason and the next older file is tried.
+  Result<CheckpointInfo> LoadLatest(Shard* shard,
+                                    const RecordedCheckpoint& recorded = {});
 
  private:
   std::mutex mu_;

@@ -42,6 +42,9 @@ Result<std::string> EncodeCheckpointRecord(const CheckpointRecord& r) {
         "may contain a newline or NUL");
   if (r.file.empty() && r.crc != 0)
     return Status::InvalidArgument("checkpoint record: a crc without a file");
+  if (r.file.empty() && (r.size != 0 || r.file_crc != 0))
+    return Status::InvalidArgument(
+        "checkpoint record: a size or file CRC without a file");
   if (r.unix_time < 0)
     return Status::InvalidArgument("checkpoint record: negative time");
   std::string v = "dir=" + r.dir + "\n";
@@ -49,6 +52,11 @@ Result<std::string> EncodeCheckpointRecord(const CheckpointRecord& r) {
     char crc[16];
     std::snprintf(crc, sizeof(crc), "%08x", r.crc);
     v += "file=" + r.file + "\ncrc=" + crc + "\n";
+    if (r.size != 0) {
+      char file_crc[16];
+      std::snprintf(file_crc, sizeof(file_crc), "%08x", r.file_crc);
+      v += "size=" + std::to_string(r.size) + "\nfilecrc=" + file_crc + "\n";
+    }
   }
   v += "time=" + std::to_string(r.unix_time) + "\n";
   return v;
@@ -59,8 +67,8 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
   size_t pos = 0;
   int line = 0;
   while (pos < value.size()) {
-    if (++line > 4)
-      return Status::Corruption("checkpoint record: more than 4 lines");
+    if (++line > 6)
+      return Status::Corruption("checkpoint record: more than 6 lines");
     size_t end = value.find('\n', pos);
     if (end == std::string_view::npos)
       return Status::Corruption("checkpoint record: line " +
@@ -73,15 +81,18 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
     fields.emplace_back(l.substr(0, eq), l.substr(eq + 1));
     pos = end + 1;
   }
-  // The order is fixed: dir, [file, crc,] time.
-  const bool with_file = fields.size() == 4;
+  // The order is fixed: dir, [file, crc, [size, filecrc,]] time.
+  const bool with_file = fields.size() >= 4;
+  const bool with_size = fields.size() == 6;
   const std::vector<std::string_view> want =
-      with_file ? std::vector<std::string_view>{"dir", "file", "crc", "time"}
-                : std::vector<std::string_view>{"dir", "time"};
+      with_size   ? std::vector<std::string_view>{"dir",  "file",    "crc",
+                                                  "size", "filecrc", "time"}
+      : with_file ? std::vector<std::string_view>{"dir", "file", "crc", "time"}
+                  : std::vector<std::string_view>{"dir", "time"};
   if (fields.size() != want.size())
     return Status::Corruption(
         "checkpoint record: " + std::to_string(fields.size()) +
-        " lines, want dir, [file, crc,] time");
+        " lines, want dir, [file, crc, [size, filecrc,]] time");
   for (size_t i = 0; i < want.size(); i++) {
     if (fields[i].first != want[i])
       return Status::Corruption("checkpoint record: line " +
@@ -97,6 +108,14 @@ Result<CheckpointRecord> ParseCheckpointRecord(std::string_view value) {
       return Status::Corruption("checkpoint record: empty file");
     if (!ParseHex32(fields[2].second, &r.crc))
       return Status::Corruption("checkpoint record: crc is not 8 hex digits");
+  }
+  if (with_size) {
+    if (!IsDecimal(fields[3].second, 19))
+      return Status::Corruption("checkpoint record: size is not a decimal");
+    r.size = std::stoull(std::string(fields[3].second));
+    if (!ParseHex32(fields[4].second, &r.file_crc))
+      return Status::Corruption(
+          "checkpoint record: filecrc is not 8 hex digits");
   }
   std::string_view t = fields.back().second;
   if (!IsDecimal(t, 18))

@@ -9,9 +9,13 @@
 //   dir=<absolute directory of the index's checkpoints>   (required)
 //   file=<newest checkpoint file in it>                   (optional)
 //   crc=<its header CRC32C, 8 hex digits>                 (with file)
+//   size=<its length in bytes, decimal>                   (with file)
+//   filecrc=<CRC32C of the whole file, 8 hex digits>      (with file)
 //   time=<unix seconds when recorded>                     (required)
-// Records written before file= and crc= existed ("dir=...\ntime=...\n")
-// parse with file empty and crc 0.
+// Older records parse too: without size= and filecrc= (4 lines; size and
+// file_crc 0: nothing to compare) and without file= and crc= (2 lines).
+// A recovering pserver compares the recorded file's size and CRC before
+// loading it (pserver/checkpoint.h, RecordedCheckpoint).
 //
 // Thread safety: pure functions, and ReadCheckpointRecord is safe wherever
 // Store calls are.
@@ -33,10 +37,12 @@ struct CheckpointRecord {
   std::string file;       // "" when not known; no newline
   uint32_t crc = 0;       // header CRC of `file`; 0 when `file` is ""
   int64_t unix_time = 0;  // >= 0
+  uint64_t size = 0;      // bytes of `file`; 0: not recorded (older record)
+  uint32_t file_crc = 0;  // CRC32C of all of `file` (with size)
 
   bool operator==(const CheckpointRecord& o) const {
     return dir == o.dir && file == o.file && crc == o.crc &&
-           unix_time == o.unix_time;
+           unix_time == o.unix_time && size == o.size && file_crc == o.file_crc;
   }
 };
 

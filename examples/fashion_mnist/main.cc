@@ -2,6 +2,7 @@
 #include <cstdio>
 
 #include "base/log.h"
+#include "examples/fashion_mnist/mlp_model_file.h"
 #include "examples/fashion_mnist/trainer.h"
 #include "examples/fashion_mnist/trainer_flags.h"
 
@@ -11,7 +12,8 @@ int main(int argc, char** argv) {
   int rc = ParseTrainerFlags(argc, argv, &config);
   if (rc >= 0) return rc;
   fabps::SetLogTag("fashion-mnist-" + std::to_string(config.trainer_id));
-  fabps::Status s = RunTrainer(config);
+  fabps::Status s =
+      config.evaluate.empty() ? RunTrainer(config) : EvaluateModelFile(config);
   if (!s.ok()) {
     std::fprintf(stderr, "fabps-fashion-mnist-trainer: %s\n",
                  s.ToString().c_str());

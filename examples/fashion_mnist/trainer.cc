@@ -14,7 +14,9 @@
 #include "examples/fashion_mnist/fashion_data.h"
 #include "examples/fashion_mnist/metrics_log.h"
 #include "examples/fashion_mnist/mlp.h"
+#include "examples/fashion_mnist/mlp_model_file.h"
 #include "trainer/master_client.h"
+#include "trainer/model_file.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::examples::fashion_mnist {
@@ -59,11 +61,22 @@ class FashionMnistTrainer {
     }
     FABPS_LOG(INFO) << "done: " << config_.passes << " passes in "
                     << Seconds(SteadyClock::now() - start_) << " s";
+    if (!config_.save_model.empty()) FABPS_RETURN_IF_ERROR(SaveModel());
     return Status::OK();
   }
 
  private:
   Status SetUp() {
+    // A model file to start from is checked before anything else, so a
+    // mismatch stops every trainer before it talks to a daemon and nothing
+    // is initialized.
+    MlpParams<float> initial;
+    if (!config_.init_from.empty()) {
+      FABPS_RETURN_IF_ERROR(
+          LoadMlpModel(config_.init_from, &initial).WithContext("--init-from"));
+    } else {
+      InitMlpParams(config_.seed, &initial);
+    }
     FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
     FABPS_ASSIGN_OR_RETURN(evaluator_, ChooseEvaluator());
     if (evaluator_) FABPS_RETURN_IF_ERROR(LoadTestSet());
@@ -102,17 +115,16 @@ class FashionMnistTrainer {
     }
     FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
     if (initializer) {
-      FABPS_LOG(INFO) << "initializing the parameters (seed " << config_.seed
+      FABPS_LOG(INFO) << "initializing the parameters ("
+                      << (config_.init_from.empty()
+                              ? "seed " + std::to_string(config_.seed)
+                              : "from " + config_.init_from)
                       << ", rule " << trainer::RuleName(config_.rule.kind)
                       << ", lr " << config_.rule.learning_rate << ")";
-      InitMlpParams(config_.seed, &params_);
+      const std::vector<trainer::ParamSpec> specs = MlpParamSpecs();
       for (int i = 0; i < kNumTensors; ++i) {
-        const TensorShape& t = MlpTensorShapes()[i];
-        trainer::ParamSpec spec{t.name, trainer::DType::kFloat32, {}};
-        spec.shape.push_back(static_cast<uint64_t>(t.rows));
-        if (t.cols) spec.shape.push_back(static_cast<uint64_t>(t.cols));
-        FABPS_RETURN_IF_ERROR(ps_->InitParam(spec, params_.tensors[i].data(),
-                                             param_buffers_[i].bytes));
+        FABPS_RETURN_IF_ERROR(ps_->InitParam(
+            specs[i], initial.tensors[i].data(), param_buffers_[i].bytes));
       }
       FABPS_RETURN_IF_ERROR(ps_->FinishInitParams());
     }
@@ -218,6 +230,28 @@ class FashionMnistTrainer {
     line.Add("seconds", Seconds(now - pass_start))
         .Add("elapsed_seconds", Seconds(now - start_));
     metrics_->Write(line);
+    return Status::OK();
+  }
+
+  // The master's save election picks one trainer (the first to ask; the
+  // grant lasts kSaveGrantMs); it pulls the whole model and writes the file.
+  Status SaveModel() {
+    constexpr int64_t kSaveGrantMs = 60'000;
+    FABPS_ASSIGN_OR_RETURN(bool granted,
+                           master_->RequestSaveModel(kSaveGrantMs));
+    if (!granted) {
+      FABPS_LOG(INFO) << "another trainer saves the model";
+      return Status::OK();
+    }
+    FABPS_RETURN_IF_ERROR(
+        trainer::ExportModel(ps_.get(), config_.save_model,
+                             "job " + config_.job,
+                             Deadline::InMs(config_.timeout_ms))
+            .WithContext("saving the model to " + config_.save_model));
+    metrics_->Write(JsonLine()
+                        .Add("event", "saved")
+                        .Add("trainer", config_.trainer_id)
+                        .Add("model", config_.save_model));
     return Status::OK();
   }
 

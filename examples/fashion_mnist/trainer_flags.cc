@@ -66,9 +66,9 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   app.add_option("--trainer-id", c->trainer_id, "this trainer's number")
       ->check(CLI::Range(int64_t{0}, int64_t{1'000'000}));
   app.add_option("--dataset", c->dataset,
-                 "training shards (glob; several separated by commas)")
-      ->delimiter(',')
-      ->required();
+                 "training shards (glob; several separated by commas) "
+                 "(default: none; required unless --evaluate)")
+      ->delimiter(',');
   app.add_option(
       "--test-data", c->test_data,
       "test shards (directory or glob), for evaluation (default: none, "
@@ -117,8 +117,28 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                  "deadline of each pserver call, ms")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
 
+  app.add_option("--save-model", c->save_model,
+                 "after the last pass, the trainer that wins the master's "
+                 "save election writes the model here as safetensors "
+                 "(default: none)");
+  app.add_option("--init-from", c->init_from,
+                 "a safetensors model file the initializing trainer loads "
+                 "instead of random values; names and shapes must match "
+                 "(default: none, --seed)");
+  app.add_option("--evaluate", c->evaluate,
+                 "only evaluate this safetensors model file on --test-data, "
+                 "print its accuracy and exit (default: none, train)");
+
   int rc = ParseFlags(app, argc, argv);
   if (rc >= 0) return rc;
+
+  if (!c->evaluate.empty()) {
+    if (c->test_data.empty()) {
+      return Fail("--test-data", "required with --evaluate");
+    }
+    return -1;
+  }
+  if (c->dataset.empty()) return Fail("--dataset", "required");
 
   if (c->master.empty() && c->store.empty()) {
     return Fail("--master", "required when --store is not given");

@@ -34,6 +34,15 @@ struct TrainerConfig {
   int64_t progress_batches = 0;  // 0: by time only
   int eval_batch = 1000;
   int64_t timeout_ms = 60'000;  // per pserver call
+  // After the last pass: the trainer that wins the master's save election
+  // writes the model here (safetensors); "" : no model file.
+  std::string save_model;
+  // The initializing trainer loads the parameters from this model file
+  // instead of random values; "" : --seed.
+  std::string init_from;
+  // Evaluate this model file on --test-data, print the result, exit (no
+  // master, no pservers).
+  std::string evaluate;
 };
 
 // Parses and validates argv into *config. Returns -1 when the trainer should

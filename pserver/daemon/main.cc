@@ -57,6 +57,9 @@
 namespace {
 
 struct Flags {
+  // Not a flag: what ps/<i>/checkpoint recorded about the newest file in
+  // the directory this pserver recovers from.
+  fabps::pserver::RecordedCheckpoint recorded;
   std::string host = "127.0.0.1";
   std::string advertise_host;  // what peers dial; "" : host
   int port = 0;
@@ -146,6 +149,11 @@ int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
                       << ": recovering from it";
       own = last->dir;
     }
+    char abs[4096];
+    const std::string own_abs = ::realpath(own.c_str(), abs) ? abs : own;
+    if (last->size != 0 && own_abs == last->dir) {
+      f->recorded = {last->file, last->size, last->file_crc};
+    }
   } else if (last.status().code() != fabps::Status::Code::kNotFound) {
     FABPS_LOG(WARNING) << "reading the checkpoint record: "
                        << last.status().ToString();
@@ -164,6 +172,8 @@ void RecordCheckpoint(Claim* claim, const std::string& dir,
   if (!written.path.empty()) {
     record.file = written.path.substr(written.path.rfind('/') + 1);
     record.crc = written.header_crc;
+    record.size = written.bytes;
+    record.file_crc = written.file_crc;
   }
   record.unix_time = ::time(nullptr);
   fabps::Status s =
@@ -203,6 +213,7 @@ int Serve(Flags f, const std::string& token) {
   so.num_pservers = f.num_pservers;
   so.block_elements = f.block_elements;
   so.checkpoint_dir = f.checkpoint_dir;
+  so.recorded_checkpoint = f.recorded;
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
   so.store_elects_initializer = !f.store.empty();

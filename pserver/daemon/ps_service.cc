@@ -118,7 +118,8 @@ Status PServerService::Recover() {
   if (!config.ok()) return config.status();
   std::unique_ptr<Shard> shard;
   FABPS_RETURN_IF_ERROR(BuildShard(*config, &shard));
-  auto loaded = checkpoints_->LoadLatest(shard.get());
+  auto loaded =
+      checkpoints_->LoadLatest(shard.get(), options_.recorded_checkpoint);
   if (!loaded.ok()) {
     FABPS_LOG(WARNING) << "init config found but no checkpoint loads ("
                        << loaded.status().ToString()

@@ -39,6 +39,8 @@ struct ServiceOptions {
   uint32_t num_pservers = 1;
   uint64_t block_elements = 0;  // 0: accept the trainers' choice
   std::string checkpoint_dir;   // "" : no checkpoints
+  // The store's record of the newest checkpoint, compared before loading.
+  RecordedCheckpoint recorded_checkpoint;
   uint32_t keep_checkpoints = 3;
   int apply_threads = 0;
   int64_t init_grant_timeout_ms = 30000;

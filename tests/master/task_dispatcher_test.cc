@@ -404,5 +404,41 @@ TEST_F(DispatcherTest, SaveModelGrantedToOneTrainerAtATime) {
   EXPECT_FALSE(d->RequestSaveModel("a", -1).ok());
 }
 
+// The grant is journaled: a dispatcher reopened on the journal (a new
+// master) keeps it until it runs out, through a snapshot too.
+TEST_F(DispatcherTest, SaveGrantSurvivesReopenAndSnapshot) {
+  {
+    auto d = Open();
+    EXPECT_TRUE(Val(d->RequestSaveModel("a", 5000)));
+  }
+  {
+    auto d = Open();
+    EXPECT_FALSE(Val(d->RequestSaveModel("b", 5000)));
+    EXPECT_TRUE(Val(d->RequestSaveModel("a", 5000)));  // renewed
+  }
+  TaskQueues q;
+  Change grant;
+  grant.type = Change::Type::kSaveGrant;
+  grant.trainer = "trainer-7";
+  grant.deadline_ms = 12345;
+  auto decoded = DecodeChange(EncodeChange(grant));
+  ASSERT_TRUE(decoded.ok()) << decoded.status().ToString();
+  ASSERT_TRUE(q.Apply(*decoded).ok());
+  auto back = TaskQueues::DecodeSnapshot(q.EncodeSnapshot());
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(back->save_holder(), "trainer-7");
+  EXPECT_EQ(back->save_until_ms(), 12345);
+  // A snapshot without a grant (as older masters wrote) has none.
+  auto empty = TaskQueues::DecodeSnapshot(TaskQueues().EncodeSnapshot());
+  ASSERT_TRUE(empty.ok());
+  EXPECT_EQ(empty->save_holder(), "");
+  grant.trainer = "";
+  EXPECT_EQ(DecodeChange(EncodeChange(grant)).status().code(),
+            Status::Code::kCorruption);
+  clock_.AdvanceMs(5000);
+  auto d = Open();
+  EXPECT_TRUE(Val(d->RequestSaveModel("b", 5000)));  // the grant ran out
+}
+
 }  // namespace
 }  // namespace fabps::master

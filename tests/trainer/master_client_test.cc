@@ -72,18 +72,15 @@ class MasterClientTest : public ::testing::Test {
     return true;
   }
 
-  // Two masters on one store: the standby takes over within the lease TTL
-  // when the leader is killed, resumes its state exactly (every record read
-  // exactly once in the pass), and the client finds it through master/addr.
-  void StandbyTakesOver(const std::string& store) {
+  // Starts a leader and, once it serves, a standby (which writes its port
+  // file only when it has taken master/lock) on `store` with `flags`.
+  void StartLeaderAndStandby(const std::vector<std::string>& flags,
+                             MasterProcess* leader,
+                             testing::Subprocess* standby) {
     const testing::TempDir& dir = dir_;
-    std::string glob = testing::MakeDataset(dir.path(), 2, 5, 4);  // 40 records
-    std::vector<std::string> flags = {
-        "--chunks-per-task", "1", "--store", store, "--lease-ttl", "2"};
-    auto leader =
-        MasterProcess::Start(dir.File("m1"), dir.File("m1.log"), flags);
-    ASSERT_TRUE(leader.ok()) << leader.status().ToString();
-    // The standby waits for master/lock: it writes no port file yet.
+    auto l = MasterProcess::Start(dir.File("m1"), dir.File("m1.log"), flags);
+    ASSERT_TRUE(l.ok()) << l.status().ToString();
+    *leader = std::move(l).value();
     std::vector<std::string> argv = {
         testing::BuiltBinary("master/fabps-master"),
         "--port",
@@ -93,26 +90,46 @@ class MasterClientTest : public ::testing::Test {
         "--job",
         "test"};
     argv.insert(argv.end(), flags.begin(), flags.end());
-    auto standby = testing::Subprocess::Start(argv, dir.File("m2.log"));
-    ASSERT_TRUE(standby.ok());
+    auto s = testing::Subprocess::Start(argv, dir.File("m2.log"));
+    ASSERT_TRUE(s.ok());
+    *standby = std::move(s).value();
+  }
+  // Kills the leader and waits (up to 30 s) until the standby serves;
+  // returns the seconds it took.
+  double KillLeaderAndAwaitStandby(MasterProcess* leader,
+                                   testing::Subprocess* standby) {
+    leader->proc.Kill();
+    auto killed = std::chrono::steady_clock::now();
+    Deadline d = Deadline::InMs(30'000);
+    while (testing::ReadFileOrEmpty(dir_.File("m2.port")).empty() &&
+           !d.Expired() && standby->running()) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    }
+    EXPECT_FALSE(testing::ReadFileOrEmpty(dir_.File("m2.port")).empty())
+        << testing::ReadFileOrEmpty(dir_.File("m2.log"));
+    return std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                         killed)
+        .count();
+  }
+
+  // Two masters on one store: the standby takes over within the lease TTL
+  // when the leader is killed, resumes its state exactly (every record read
+  // exactly once in the pass), and the client finds it through master/addr.
+  void StandbyTakesOver(const std::string& store) {
+    const testing::TempDir& dir = dir_;
+    std::string glob = testing::MakeDataset(dir.path(), 2, 5, 4);  // 40 records
+    std::vector<std::string> flags = {
+        "--chunks-per-task", "1", "--store", store, "--lease-ttl", "2"};
+    MasterProcess leader;
+    testing::Subprocess standby;
+    StartLeaderAndStandby(flags, &leader, &standby);
     auto c = StorePassReader(store, glob);
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     std::vector<std::string> records;
     ASSERT_TRUE(ReadPass(c->get(), &records, 14));
     EXPECT_TRUE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
         << "the standby served while the leader held the lock";
-    leader->proc.Kill();
-    auto killed = std::chrono::steady_clock::now();
-    Deadline d = Deadline::InMs(30'000);
-    while (testing::ReadFileOrEmpty(dir.File("m2.port")).empty() &&
-           !d.Expired() && standby->running()) {
-      std::this_thread::sleep_for(std::chrono::milliseconds(20));
-    }
-    double secs =
-        std::chrono::duration<double>(std::chrono::steady_clock::now() - killed)
-            .count();
-    ASSERT_FALSE(testing::ReadFileOrEmpty(dir.File("m2.port")).empty())
-        << testing::ReadFileOrEmpty(dir.File("m2.log"));
+    double secs = KillLeaderAndAwaitStandby(&leader, &standby);
     std::printf("standby took over %.2f s after the leader was killed\n", secs);
     EXPECT_LT(secs, 2 + 5.0) << "take-over slower than TTL + margin";
     ASSERT_TRUE(ReadPass(c->get(), &records));
@@ -121,7 +138,7 @@ class MasterClientTest : public ::testing::Test {
     EXPECT_EQ(count.size(), 40u);
     for (const auto& [r, n] : count) EXPECT_EQ(n, 1) << r;
     // A clean stop releases the lock at once.
-    auto st = standby->Stop(10'000);
+    auto st = standby.Stop(10'000);
     ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
   }
 
@@ -240,6 +257,45 @@ TEST_F(MasterClientTest, StandbyMasterTakesOverOnEtcd) {
   auto etcd = testing::EtcdServer::Start();
   ASSERT_TRUE(etcd.ok()) << etcd.status().ToString();
   StandbyTakesOver("etcd:" + (*etcd)->client_url());
+}
+
+// The save election's grant is journaled: trainer 1 holds it, the leading
+// master is killed in the middle of the election (trainer 2 was refused and
+// asks again), and the standby that takes over still refuses trainer 2 and
+// still grants trainer 1.
+TEST_F(MasterClientTest, SaveGrantSurvivesAMasterFailover) {
+  std::string store = "local:" + dir_.File("store");
+  MasterProcess leader;
+  testing::Subprocess standby;
+  StartLeaderAndStandby({"--store", store, "--lease-ttl", "2"}, &leader,
+                        &standby);
+  auto client = [&](TrainerId id) {
+    MasterClientOptions o;
+    o.store_spec = store;
+    o.job = "test";
+    o.trainer_id = id;
+    auto c = MasterClient::Create(o);
+    EXPECT_TRUE(c.ok()) << c.status().ToString();
+    return c.ok() ? std::move(c).value() : nullptr;
+  };
+  auto one = client(1), two = client(2);
+  ASSERT_NE(one, nullptr);
+  ASSERT_NE(two, nullptr);
+  auto r = one->RequestSaveModel(600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r);
+  r = two->RequestSaveModel(600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r);
+  KillLeaderAndAwaitStandby(&leader, &standby);
+  r = two->RequestSaveModel(600'000);  // finds the new master in the store
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_FALSE(*r) << "the new master forgot the grant";
+  r = one->RequestSaveModel(600'000);
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  EXPECT_TRUE(*r) << "the holder lost its grant";
+  auto st = standby.Stop(10'000);
+  ASSERT_TRUE(st.ok() && WIFEXITED(*st) && WEXITSTATUS(*st) == 0);
 }
 
 // etcd gone past the lease TTL: the leader can no longer know it is the

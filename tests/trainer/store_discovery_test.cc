@@ -6,14 +6,18 @@
 // second job on the same etcd is not disturbed.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <csignal>
+#include <cstdio>
 #include <thread>
 #include <vector>
 
+#include "coord/protocol/checkpoint_record.h"
 #include "coord/protocol/job_keys.h"
 #include "coord/store.h"
+#include "pserver/checkpoint.h"
 #include "tests/trainer/init_race.h"
 #include "tests/util/etcd_server.h"
 #include "tests/util/subprocess.h"
@@ -358,6 +362,82 @@ TEST_F(StoreDiscoveryTest, MismatchedPserverCountIsRefused) {
   EXPECT_TRUE(WIFEXITED(*r) && WEXITSTATUS(*r) == 2);
   EXPECT_NE(ReadFileOrEmpty(Log(1)).find("ps/count"), std::string::npos);
   a.Stop(10000);
+}
+
+// The store records each checkpoint's file, size and whole-file CRC; a
+// restarted pserver compares the recorded file before loading it, and when
+// it differs (here: one flipped byte) says so and loads the previous one.
+TEST_F(StoreDiscoveryTest, CorruptCheckpointIsDetectedByItsRecordedCrc) {
+  Subprocess ps = StartPserver("crc", 1);
+  auto c = ConnectAndInit(Options("crc"), 10.0f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  auto st = OpenStore("crc");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  // Two checkpoints recorded after a push (w = 9), then another push
+  // (w = 8) and two more: the last two files differ in content.
+  ASSERT_TRUE(Push(c->get(), 1.0f).ok());
+  ASSERT_TRUE(WaitForCheckpoints(st->get(), 0, Checkpoints(st->get(), 0) + 2));
+  ASSERT_TRUE(Push(c->get(), 1.0f).ok());
+  ASSERT_TRUE(WaitForCheckpoints(st->get(), 0, Checkpoints(st->get(), 0) + 2));
+  ps.Kill();
+  auto record = coord::ReadCheckpointRecord(st->get(), 0, Deadline::InMs(5000));
+  ASSERT_TRUE(record.ok()) << record.status().ToString();
+  ASSERT_NE(record->size, 0u);
+  // Files newer than the record (written just before the kill, never
+  // recorded) are dropped: the recorded one is the newest.
+  auto files = pserver::ListCheckpoints(record->dir, 0);
+  ASSERT_TRUE(files.ok()) << files.status().ToString();
+  size_t newest = 0;
+  while (newest < files->size() &&
+         (*files)[newest].path != record->dir + "/" + record->file) {
+    ASSERT_EQ(::unlink((*files)[newest].path.c_str()), 0);
+    ++newest;
+  }
+  ASSERT_LT(newest + 1, files->size()) << "no previous checkpoint";
+  const std::string corrupt = (*files)[newest].path;
+  const std::string previous = (*files)[newest + 1].path;
+  auto size_crc = pserver::FileSizeAndCrc(corrupt);
+  ASSERT_TRUE(size_crc.ok());
+  EXPECT_EQ(size_crc->first, record->size);
+  EXPECT_EQ(size_crc->second, record->file_crc);
+  // What the previous file holds: the values the pserver must serve.
+  std::vector<float> expected;
+  ASSERT_TRUE(pserver::ReadCheckpoint(
+                  previous, nullptr,
+                  [&](const pserver::BlockView& v) {
+                    const float* f = static_cast<const float*>(v.values);
+                    expected.insert(expected.end(), f, f + v.value_bytes / 4);
+                    return Status::OK();
+                  })
+                  .ok());
+  ASSERT_EQ(expected.size(), kElements);
+  {  // Flip one byte in the middle of the recorded file.
+    FILE* f = std::fopen(corrupt.c_str(), "r+b");
+    ASSERT_NE(f, nullptr);
+    std::fseek(f, static_cast<long>(record->size / 2), SEEK_SET);
+    int b = std::fgetc(f);
+    std::fseek(f, static_cast<long>(record->size / 2), SEEK_SET);
+    std::fputc(b ^ 0x5a, f);
+    std::fclose(f);
+  }
+
+  Subprocess again = StartPserver("crc", 1);
+  auto d = Deadline::InMs(kMs);
+  std::string log;
+  while ((log = ReadFileOrEmpty(Log(1))).find("recovered from") ==
+             std::string::npos &&
+         !d.Expired()) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  EXPECT_NE(log.find("recovered from " + previous), std::string::npos) << log;
+  EXPECT_NE(log.find(corrupt + " differs from its record in the store"),
+            std::string::npos)
+      << log;
+  auto w = Pull(c->get());
+  if (!w.ok()) w = Pull(c->get());  // the first call finds the old one dead
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_EQ(*w, expected);
+  again.Stop(10000);
 }
 
 }  // namespace

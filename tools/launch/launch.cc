@@ -96,6 +96,7 @@ struct Flags {
   std::string job = "fashion-mnist";
   int task_timeout_ms = 10000;
   uint64_t seed = 1;
+  std::string init_from;        // a model file the job starts from; "": --seed
   std::string trainer = "cpp";  // cpp, torch (examples/fashion_mnist_torch)
   std::string model = "fashion-mnist";      // fashion-mnist, ctr
   uint64_t table_rows = uint64_t{1} << 22;  // --model ctr
@@ -212,6 +213,9 @@ class Launcher {
   Status PrepareData();
   Status PrepareCtrData();
   std::vector<std::string> TrainerArgs(int t) const;
+  // Where the save election's winner writes the model (--trainer cpp,
+  // --model fashion-mnist): <run-dir>/model.safetensors.
+  std::string ModelPath() const { return f_.run_dir + "/model.safetensors"; }
   Status StartEtcd();
   Status StartMaster();
   Status StartPservers();
@@ -465,6 +469,11 @@ std::vector<std::string> Launcher::TrainerArgs(int t) const {
     if (f_.rule_given) add("--rule", f_.rule);
     if (f_.lr_given) add("--lr", std::to_string(f_.lr));
     return a;
+  }
+  if (f_.trainer == "cpp") {
+    // The save election's winner writes the model at the end of the job.
+    add("--save-model", ModelPath());
+    if (!f_.init_from.empty()) add("--init-from", f_.init_from);
   }
   add("--batch", std::to_string(f_.batch));
   add("--rule", f_.rule);
@@ -762,6 +771,9 @@ int Launcher::Finish(bool ok, const std::string& why) {
   std::printf("run directory: %s (logs: *.log, metrics: trainer-*.metrics)\n",
               f_.run_dir.c_str());
   std::printf("checkpoints:   %s/checkpoints\n", f_.run_dir.c_str());
+  if (ok && ::access(ModelPath().c_str(), F_OK) == 0) {
+    std::printf("model:         %s\n", ModelPath().c_str());
+  }
   std::fflush(stdout);
   return ok ? 0 : 1;
 }
@@ -946,6 +958,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 86400));
   app.add_option("--job", f.job, "job name");
   app.add_option("--seed", f.seed, "initialization seed");
+  app.add_option("--init-from", f.init_from,
+                 "start from this safetensors model file instead of --seed, "
+                 "with --trainer cpp and --model fashion-mnist (default: "
+                 "none)");
   app.add_option("--trainer", f.trainer,
                  "trainer program: cpp (Eigen) or torch (PyTorch through the "
                  "fabps Python package)")
@@ -987,6 +1003,12 @@ int main(int argc, char** argv) {
   f.batch_given = batch->count() > 0;
   f.rule_given = rule->count() > 0;
   f.lr_given = lr->count() > 0;
+  if (!f.init_from.empty() && (f.Ctr() || f.trainer != "cpp")) {
+    std::fprintf(stderr,
+                 "fabps-launch: --init-from: only with --trainer cpp and "
+                 "--model fashion-mnist\n");
+    return 2;
+  }
   if (f.Ctr()) {
     if (f.trainer != "cpp") {
       std::fprintf(stderr,

@@ -105,6 +105,19 @@ TEST(CheckpointRecordTest, RoundTrips) {
   ASSERT_TRUE(back.ok()) << back.status().ToString();
   EXPECT_EQ(*back, with_file);
 
+  // With the file's size and whole-file CRC (what recovery compares).
+  CheckpointRecord sized = with_file;
+  sized.size = 123456;
+  sized.file_crc = 0xdeadbeef;
+  v = EncodeCheckpointRecord(sized);
+  ASSERT_TRUE(v.ok()) << v.status().ToString();
+  EXPECT_EQ(*v,
+            "dir=/data/ckpt/ps-1\nfile=shard-1-00000000000000000007.ckpt\n"
+            "crc=00c0ffee\nsize=123456\nfilecrc=deadbeef\ntime=1764700000\n");
+  back = ParseCheckpointRecord(*v);
+  ASSERT_TRUE(back.ok()) << back.status().ToString();
+  EXPECT_EQ(*back, sized);
+
   CheckpointRecord dir_only{"/d", "", 0, 0};
   v = EncodeCheckpointRecord(dir_only);
   ASSERT_TRUE(v.ok());
@@ -118,7 +131,8 @@ TEST(CheckpointRecordTest, EncodeRefusesWhatCannotBeParsedBack) {
   for (const CheckpointRecord& r :
        {CheckpointRecord{"", "", 0, 1}, CheckpointRecord{"/a\nb", "", 0, 1},
         CheckpointRecord{"/a", "f\n", 1, 1}, CheckpointRecord{"/a", "", 5, 1},
-        CheckpointRecord{"/a", "", 0, -1},
+        CheckpointRecord{"/a", "", 0, -1}, CheckpointRecord{"/a", "", 0, 1, 5},
+        CheckpointRecord{"/a", "", 0, 1, 0, 7},
         CheckpointRecord{std::string("/a\0b", 4), "", 0, 1}}) {
     EXPECT_EQ(EncodeCheckpointRecord(r).status().code(), Code::kInvalidArgument)
         << r.dir << " " << r.file;
@@ -145,6 +159,11 @@ TEST(CheckpointRecordTest, ParseRefusesDamagedRecords) {
            "dir=/a\ntime=1\ntime=2\n",                 // duplicate
            "dir=/a\nnoequals\ntime=1\n",
            "dir=/a\ntime=1\nextra=1\n",
+           "dir=/a\nfile=f\ncrc=00000001\nsize=x\nfilecrc=00000001\ntime=1\n",
+           "dir=/a\nfile=f\ncrc=00000001\nsize=1\nfilecrc=zz\ntime=1\n",
+           "dir=/a\nfile=f\ncrc=00000001\nfilecrc=00000001\nsize=1\ntime=1\n",
+           "dir=/a\nfile=f\ncrc=00000001\nsize=1\ntime=1\n",  // 5 lines
+           "dir=/a\nfile=f\ncrc=1\nsize=1\nfilecrc=1\ntime=1\nx=1\n",
            std::string("dir=/a\0\ntime=1\n", 15),
        }) {
     auto r = ParseCheckpointRecord(v);

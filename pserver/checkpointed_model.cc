@@ -1,0 +1,149 @@
+#include "pserver/checkpointed_model.h"
+
+#include <sys/stat.h>
+
+#include <cstring>
+#include <map>
+#include <optional>
+
+#include "base/log.h"
+#include "pserver/checkpoint.h"
+#include "pserver/file_io.h"
+
+namespace fabps::pserver {
+namespace {
+
+// The file's layout, once it has verified completely (the whole file read).
+Result<Layout> VerifiedLayout(const std::string& path) {
+  std::optional<Layout> layout;
+  FABPS_RETURN_IF_ERROR(ReadCheckpoint(
+      path,
+      [&](const CheckpointHeader& h) {
+        layout = h.layout;
+        return Status::OK();
+      },
+      nullptr));
+  return std::move(*layout);
+}
+
+// Copies the blocks of a verified file into `model`.
+Status Gather(const std::string& path, CheckpointedModel* model) {
+  const Layout& layout = model->layout;
+  return ReadCheckpoint(path, nullptr, [&](const BlockView& v) -> Status {
+    CheckpointedParam& p = model->params[v.info->param];
+    const int slots = StateSlots(v.rule);
+    if (p.values.empty()) {
+      const ParamSpec& spec = layout.params()[v.info->param];
+      uint64_t elements = 1;
+      for (uint64_t d : spec.shape) elements *= d;
+      p.rule = v.rule;
+      p.values.assign(elements * DTypeSize(spec.dtype), '\0');
+      for (int k = 0; k < slots; ++k) p.state[k].assign(p.values.size(), '\0');
+    } else if (p.rule != v.rule) {
+      return Status::Corruption(
+          "block " + std::to_string(v.info->id) + " holds " + RuleName(v.rule) +
+          " state, other blocks of '" + layout.params()[v.info->param].name +
+          "' " + RuleName(p.rule));
+    }
+    const size_t offset = v.info->first_element * DTypeSize(v.dtype);
+    std::memcpy(p.values.data() + offset, v.values, v.value_bytes);
+    for (int k = 0; k < slots; ++k) {
+      std::memcpy(p.state[k].data() + offset, v.state[k], v.state_bytes);
+    }
+    model->update_counts[v.info->id] = v.update_count;
+    return Status::OK();
+  });
+}
+
+// `dir` and its "ps-<i>" subdirectories (where fabps-pserver --store keeps
+// pserver i's files).
+Result<std::vector<std::string>> WithPserverSubdirs(const std::string& dir) {
+  FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
+  std::vector<std::string> out = {dir};
+  for (const std::string& name : names) {
+    if (name.rfind("ps-", 0) != 0) continue;
+    struct stat st;
+    const std::string sub = dir + "/" + name;
+    if (::stat(sub.c_str(), &st) == 0 && S_ISDIR(st.st_mode)) {
+      out.push_back(sub);
+    }
+  }
+  return out;
+}
+
+}  // namespace
+
+Result<CheckpointedModel> ReadNewestCheckpoints(
+    const std::vector<std::string>& dirs) {
+  std::map<uint32_t, std::vector<CheckpointInfo>> by_index;  // newest first
+  for (const std::string& top : dirs) {
+    FABPS_ASSIGN_OR_RETURN(std::vector<std::string> subdirs,
+                           WithPserverSubdirs(top));
+    for (const std::string& dir : subdirs) {
+      FABPS_ASSIGN_OR_RETURN(std::vector<CheckpointInfo> found,
+                             ListAllCheckpoints(dir));
+      for (CheckpointInfo& info : found) by_index[info.index].push_back(info);
+    }
+  }
+  for (auto& [index, files] : by_index) {
+    std::sort(files.begin(), files.end(),
+              [](const CheckpointInfo& a, const CheckpointInfo& b) {
+                return a.sequence > b.sequence;
+              });
+  }
+  std::string where;
+  for (const std::string& d : dirs) where += (where.empty() ? "" : ", ") + d;
+
+  // Shard `index`'s newest file that verifies and, once the layout is
+  // known, records it.
+  std::optional<Layout> layout;
+  auto choose = [&](uint32_t index) -> Result<std::string> {
+    auto it = by_index.find(index);
+    if (it == by_index.end()) {
+      return Status::NotFound("no checkpoint of shard " +
+                              std::to_string(index) + " in " + where);
+    }
+    std::string reasons;
+    for (const CheckpointInfo& info : it->second) {
+      Result<Layout> l = VerifiedLayout(info.path);
+      Status s = l.status();
+      if (s.ok() && layout && !l->SameAs(*layout)) {
+        s = Status::FailedPrecondition(
+            "checkpoint " + info.path + ": another layout than shard 0's (" +
+            Layout::DescribeDifference(*l, *layout) + ")");
+      }
+      if (s.ok()) {
+        if (!layout) layout = std::move(*l);
+        return info.path;
+      }
+      FABPS_LOG(WARNING) << "skipping " << s.ToString();
+      reasons += (reasons.empty() ? "" : "; ") + s.message();
+    }
+    return Status::Corruption("no good checkpoint of shard " +
+                              std::to_string(index) + ": " + reasons);
+  };
+
+  FABPS_ASSIGN_OR_RETURN(std::string first, choose(0));
+  const uint32_t n = layout->num_pservers();
+  CheckpointedModel model{*layout, {}, {}, {first}};
+  for (uint32_t i = 1; i < n; ++i) {
+    FABPS_ASSIGN_OR_RETURN(std::string path, choose(i));
+    model.files.push_back(std::move(path));
+  }
+  for (const auto& [index, files] : by_index) {
+    if (index >= n) {
+      FABPS_LOG(INFO) << "ignoring checkpoints of shard " << index
+                      << ": the newest layout has " << n << " pservers";
+    }
+  }
+  model.params.resize(model.layout.params().size());
+  model.update_counts.assign(model.layout.num_blocks(), 0);
+  for (const std::string& path : model.files) {
+    // A file could change between the verification and this read: Gather
+    // checks every CRC again and fails rather than mixing.
+    FABPS_RETURN_IF_ERROR(Gather(path, &model));
+  }
+  return model;
+}
+
+}  // namespace fabps::pserver

@@ -1,0 +1,53 @@
+// A whole model gathered from the checkpoint files of every shard of a job:
+// what offline export (fabps-export --checkpoints) and re-sharding (a job
+// restarted with another pserver count) read.
+//
+// The layout recorded in each file says which blocks the file holds and
+// where they sit in their parameters, so the shards' blocks are put back
+// together into whole parameters (values, optimizer state) with no other
+// input. The files may be spread over several directories (one per pserver
+// host) or share one.
+//
+// Thread safety: plain values and a reentrant function.
+#ifndef FABPS_PSERVER_CHECKPOINTED_MODEL_H_
+#define FABPS_PSERVER_CHECKPOINTED_MODEL_H_
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+#include "base/status.h"
+#include "pserver/layout.h"
+#include "pserver/update_rule.h"
+
+namespace fabps::pserver {
+
+// One parameter, whole, row-major, in its dtype.
+struct CheckpointedParam {
+  RuleKind rule = RuleKind::kSgd;  // whose state `state` holds
+  std::string values;
+  std::string state[2];  // StateSlots(rule) arrays, each values.size() bytes
+};
+
+struct CheckpointedModel {
+  Layout layout;                          // as the files record it
+  std::vector<CheckpointedParam> params;  // by index in layout.params()
+  std::vector<uint64_t> update_counts;    // by global block id
+  std::vector<std::string> files;         // the file read for shard i
+};
+
+// Lists the checkpoint files ("shard-<i>-<seq>.ckpt") in `dirs` and their
+// "ps-<i>" subdirectories (fabps-pserver --store keeps pserver i's files in
+// <checkpoint-dir>/ps-<i>) and, for
+// each shard index, takes the newest one that verifies completely (every
+// CRC; an older one when the newest is damaged, the reason logged). Shard
+// 0's choice fixes the layout (so its pserver count N); shards 0..N-1 must
+// each have a verifying file with that same layout (older files of another
+// count are skipped, saying so). NotFound when a shard has no file at all;
+// Corruption or FailedPrecondition naming every file tried otherwise.
+Result<CheckpointedModel> ReadNewestCheckpoints(
+    const std::vector<std::string>& dirs);
+
+}  // namespace fabps::pserver
+
+#endif  // FABPS_PSERVER_CHECKPOINTED_MODEL_H_

@@ -1,0 +1,189 @@
+// The model's life through the real daemons: fabps-launch trains a short
+// job whose save-election winner writes <run-dir>/model.safetensors;
+// `fabps-fashion-mnist-trainer --evaluate` gives exactly the accuracy the
+// job printed for its last pass; fabps-export --checkpoints rebuilds the
+// same tensors offline from the pservers' final checkpoints; a new job
+// started with --init-from begins at that model's accuracy (not chance);
+// and a model whose tensors do not fit is refused by name before anything
+// is initialized.
+#include <gtest/gtest.h>
+#include <sys/wait.h>
+
+#include <regex>
+#include <string>
+#include <vector>
+
+#include "safetensors/safetensors.h"
+#include "tests/util/subprocess.h"
+
+namespace fabps {
+namespace {
+
+using testing::Subprocess;
+using testing::TempDir;
+
+// Runs `argv` to its end (at most `timeout_ms`); its output in *out.
+int RunToEnd(const TempDir& dir, const std::vector<std::string>& argv,
+             const std::string& name, std::string* out,
+             int timeout_ms = 240000) {
+  auto p = Subprocess::Start(argv, dir.File(name + ".out"));
+  EXPECT_TRUE(p.ok()) << p.status().ToString();
+  if (!p.ok()) return -1;
+  auto st = p->Wait(timeout_ms);
+  EXPECT_TRUE(st.ok()) << name << " still running after " << timeout_ms;
+  *out = testing::ReadFileOrEmpty(dir.File(name + ".out"));
+  return st.ok() && WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+}
+
+int Launch(const TempDir& dir, const std::string& run,
+           const std::vector<std::string>& extra, std::string* out) {
+  std::vector<std::string> argv = {
+      testing::BuiltBinary("tools/launch/fabps-launch"),
+      "--passes",
+      "1",
+      "--pservers",
+      "2",
+      "--trainers",
+      "1",
+      "--provider",
+      "tcp;ofi_rxm",
+      "--run-dir",
+      dir.File(run),
+      "--data-dir",
+      dir.File("data"),
+      "--save-period",
+      "2"};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  return RunToEnd(dir, argv, run, out);
+}
+
+// The value of "test_accuracy" in the last line of `text` that has it, as
+// printed.
+std::string LastAccuracy(const std::string& text) {
+  std::regex acc(R"("test_accuracy":([0-9.eE+-]+))");
+  std::string found;
+  for (std::sregex_iterator it(text.begin(), text.end(), acc), end; it != end;
+       ++it) {
+    found = (*it)[1];
+  }
+  return found;
+}
+
+std::string Evaluate(const TempDir& dir, const std::string& model) {
+  std::string out;
+  int code =
+      RunToEnd(dir,
+               {testing::BuiltBinary("examples/fashion_mnist/"
+                                     "fabps-fashion-mnist-trainer"),
+                "--evaluate", model, "--test-data", dir.File("data/test/*")},
+               "evaluate", &out, 120000);
+  EXPECT_EQ(code, 0) << out;
+  return LastAccuracy(out);
+}
+
+TEST(ModelLifecycle, ExportEvaluateExportOfflineAndStartFromIt) {
+  TempDir dir;
+  std::string out;
+  ASSERT_EQ(Launch(dir, "run1", {}, &out), 0) << out;
+  const std::string model = dir.File("run1/model.safetensors");
+  EXPECT_NE(out.find("model:         " + model), std::string::npos) << out;
+  const std::string metrics =
+      testing::ReadFileOrEmpty(dir.File("run1/trainer-0.metrics"));
+  EXPECT_NE(metrics.find(R"("event":"saved")"), std::string::npos) << metrics;
+  const std::string job_accuracy = LastAccuracy(metrics);
+  ASSERT_FALSE(job_accuracy.empty()) << metrics;
+
+  // The exported file scores what the job printed for its last pass.
+  EXPECT_EQ(Evaluate(dir, model), job_accuracy);
+
+  // Offline from the pservers' checkpoints (written as they stopped): the
+  // same tensors, bit for bit.
+  std::string exported;
+  ASSERT_EQ(RunToEnd(dir,
+                     {testing::BuiltBinary("tools/export/fabps-export"),
+                      "--checkpoints", dir.File("run1/checkpoints"), "-o",
+                      dir.File("offline.safetensors")},
+                     "export", &exported),
+            0)
+      << exported;
+  auto a = safetensors::SafetensorsFile::Read(model);
+  auto b = safetensors::SafetensorsFile::Read(dir.File("offline.safetensors"));
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->tensors().size(), 6u);
+  ASSERT_EQ(b->tensors().size(), 6u);
+  for (const auto& t : a->tensors()) {
+    const auto* u = b->Find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    EXPECT_TRUE(a->Data(t) == b->Data(*u)) << t.name << " differs";
+  }
+
+  // A job started from the model, with a learning rate too small to move
+  // it: its first pass scores about the model's accuracy; from random
+  // values it would be near chance (0.1).
+  ASSERT_EQ(Launch(dir, "run2",
+                   {"--init-from", model, "--rule", "sgd", "--lr", "0.000001",
+                    "--lr-final", "0.000001"},
+                   &out),
+            0)
+      << out;
+  EXPECT_NE(testing::ReadFileOrEmpty(dir.File("run2/trainer-0.log"))
+                .find("initializing the parameters (from " + model),
+            std::string::npos);
+  const std::string started = LastAccuracy(
+      testing::ReadFileOrEmpty(dir.File("run2/trainer-0.metrics")));
+  ASSERT_FALSE(started.empty());
+  EXPECT_NEAR(std::stod(started), std::stod(job_accuracy), 0.02);
+  EXPECT_GT(std::stod(job_accuracy), 0.5);
+}
+
+// A model file that does not fit the MLP: the trainer names the tensor and
+// exits before talking to any daemon (the addresses lead nowhere).
+TEST(ModelLifecycle, InitFromAMismatchedModelIsRefusedByName) {
+  TempDir dir;
+  std::vector<float> zeros(256 * 128);
+  struct Case {
+    std::vector<safetensors::TensorToWrite> tensors;
+    std::string says;
+  };
+  auto t = [&](const char* name, std::vector<uint64_t> shape) {
+    uint64_t n = 1;
+    for (uint64_t d : shape) n *= d;
+    return safetensors::TensorToWrite{name, "F32", shape, zeros.data(), n * 4};
+  };
+  std::vector<safetensors::TensorToWrite> good = {
+      t("fc1.w", {784, 256}), t("fc1.b", {256}),     t("fc2.w", {256, 128}),
+      t("fc2.b", {128}),      t("fc3.w", {128, 10}), t("fc3.b", {10})};
+  std::vector<float> big(784 * 256);
+  good[0].data = big.data();
+  std::vector<Case> cases;
+  cases.push_back({good, ""});
+  cases.back().tensors[2] = t("fc2.w", {128, 256});
+  cases.back().says =
+      "tensor 'fc2.w' has shape [128,256], the model's is [256,128]";
+  cases.push_back({good, "tensor 'fc3.b' is missing"});
+  cases.back().tensors.pop_back();
+  cases.push_back({good, "tensor 'head.w' is not a parameter of the model"});
+  cases.back().tensors.push_back(t("head.w", {2}));
+  for (size_t i = 0; i < cases.size(); ++i) {
+    const std::string path = dir.File("bad" + std::to_string(i));
+    ASSERT_TRUE(safetensors::WriteFile(path, cases[i].tensors, {}).ok());
+    std::string out;
+    int code = RunToEnd(dir,
+                        {testing::BuiltBinary("examples/fashion_mnist/"
+                                              "fabps-fashion-mnist-trainer"),
+                         "--init-from", path, "--master", "127.0.0.1:1",
+                         "--pservers", "127.0.0.1:1", "--dataset",
+                         "/nonexistent/*", "--test-data", "/nonexistent-test/*",
+                         "--provider", "tcp;ofi_rxm", "--timeout-ms", "100"},
+                        "trainer" + std::to_string(i), &out, 60000);
+    EXPECT_EQ(code, 1) << out;
+    EXPECT_NE(out.find("--init-from: " + path + ": " + cases[i].says),
+              std::string::npos)
+        << out;
+  }
+}
+
+}  // namespace
+}  // namespace fabps
