@@ -54,8 +54,8 @@ struct RawTrainer {
     buf_mr = std::move(*bm);
     rpc::RpcClientOptions ro;
     ASSERT_TRUE(rpc::ParseHostPort(cluster.addresses()[index], &ro).ok());
-    conn = std::make_unique<rpc::RpcConnection<rpc::pserver::PServerClient>>(
-        ro);
+    conn =
+        std::make_unique<rpc::RpcConnection<rpc::pserver::PServerClient>>(ro);
     rpc::pserver::TrainerHello hello;
     hello.trainer_id = trainer_id;
     hello.fabric_address = ep->address();
@@ -82,9 +82,10 @@ struct RawTrainer {
   }
   rpc::pserver::PsStatus Status() {
     rpc::pserver::PsStatus st;
-    EXPECT_TRUE(conn->Call("GetStatus", [&](rpc::pserver::PServerClient& c) {
-                      c.GetStatus(st);
-                    }).ok());
+    EXPECT_TRUE(
+        conn->Call("GetStatus",
+                   [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); })
+            .ok());
     return st;
   }
 };

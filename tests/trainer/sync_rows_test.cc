@@ -79,9 +79,9 @@ StepRows RowsOf(int k, uint64_t s, uint64_t last) {
   r.ids.push_back(r.ids[3]);  // a repeat for sure
   r.values.resize(r.ids.size() * kDim);
   for (size_t i = 0; i < r.values.size(); i++) {
-    r.values[i] = static_cast<float>(
-        std::sin(0.37 * static_cast<double>(i) + 1.3 * static_cast<double>(s) +
-                 2.1 * k + 0.05));
+    r.values[i] = static_cast<float>(std::sin(0.37 * static_cast<double>(i) +
+                                              1.3 * static_cast<double>(s) +
+                                              2.1 * k + 0.05));
   }
   return r;
 }
@@ -198,8 +198,8 @@ class SyncRowsTest : public ::testing::TestWithParam<std::string> {
       auto mine = (*c)->BeginInitParams(true);
       EXPECT_TRUE(mine.ok() && *mine);
       auto table = InitialTable();
-      EXPECT_TRUE((*c)->InitParam(Specs()[0], table.data(), table.size() * 4)
-                      .ok());
+      EXPECT_TRUE(
+          (*c)->InitParam(Specs()[0], table.data(), table.size() * 4).ok());
       EXPECT_TRUE((*c)->FinishInitParams().ok());
     }
     return std::move(*c);
@@ -219,7 +219,8 @@ class SyncRowsTest : public ::testing::TestWithParam<std::string> {
   }
   std::string Logs() {
     std::string all;
-    for (int i = 0; i < 2; i++) all += testing::ReadFileOrEmpty(cluster_->log(i));
+    for (int i = 0; i < 2; i++)
+      all += testing::ReadFileOrEmpty(cluster_->log(i));
     return all;
   }
   std::unique_ptr<PServerCluster> cluster_;
@@ -308,10 +309,10 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
       {"header kind differs from the word", wire::PushKind::kRowsStep,
        static_cast<uint32_t>(wire::PushKind::kDenseStep), 0, 0, 1, 0,
        Status::Code::kCorruption},
-      {"header names another block", wire::PushKind::kRowsStep, kStepRows, 1,
-       0, 1, 0, Status::Code::kCorruption},
-      {"more rows than the slot holds", wire::PushKind::kRowsStep, kStepRows,
-       0, 0, 1000, 0, Status::Code::kInvalidArgument},
+      {"header names another block", wire::PushKind::kRowsStep, kStepRows, 1, 0,
+       1, 0, Status::Code::kCorruption},
+      {"more rows than the slot holds", wire::PushKind::kRowsStep, kStepRows, 0,
+       0, 1000, 0, Status::Code::kInvalidArgument},
       {"a count near 2^64", wire::PushKind::kRowsStep, kStepRows, 0, 0,
        ~uint64_t{0} / 2, 0, Status::Code::kInvalidArgument},
       {"row id outside the block", wire::PushKind::kRowsStep, kStepRows, 0, 0,
@@ -359,11 +360,12 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
   EXPECT_TRUE(Pull(a.get()) == ref.Table());
   // Step 0 again from the hand-made trainer: stale.
   size_t bytes = pack(kStepRows, 0, 0, 0, 0, 0);
-  ASSERT_NO_FATAL_FAILURE(
-      raw.Write(wire::EncodePush({me, 0, 0, wire::PushKind::kRowsStep}), bytes));
+  ASSERT_NO_FATAL_FAILURE(raw.Write(
+      wire::EncodePush({me, 0, 0, wire::PushKind::kRowsStep}), bytes));
   auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
   ASSERT_TRUE(e.ok());
-  EXPECT_EQ(wire::DecodeCredit(e->data).code, Status::Code::kFailedPrecondition);
+  EXPECT_EQ(wire::DecodeCredit(e->data).code,
+            Status::Code::kFailedPrecondition);
   EXPECT_TRUE(Pull(a.get()) == ref.Table());
   std::string logs = Logs();
   for (const char* want :
