@@ -22,6 +22,7 @@
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
 #include "tests/transport/provider_params.h"
+#include "trainer/fabps_c.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::trainer {
@@ -376,6 +377,54 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
   }
   EXPECT_EQ(raw.Status().gradients_rejected,
             static_cast<int64_t>(forged.size()) + 1);
+}
+
+// The C API's rows step beside a C++ trainer: the same sums, an empty share
+// from C (0 rows), a negative step refused.
+TEST_P(SyncRowsTest, CApiPushesRowSteps) {
+  StartCluster(2, 2);
+  auto a = Trainer(401, true);
+  ASSERT_TRUE(a);
+  fabps_pserver_options* o = fabps_new_pserver_options();
+  ASSERT_NE(o, nullptr);
+  ASSERT_EQ(fabps_pserver_options_set_provider(o, GetParam().c_str()),
+            FABPS_OK);
+  if (GetParam() != "shm")
+    ASSERT_EQ(fabps_pserver_options_set_interface(o, "127.0.0.1"), FABPS_OK);
+  ASSERT_EQ(fabps_pserver_options_set_block_elements(o, kBlock), FABPS_OK);
+  ASSERT_EQ(fabps_pserver_options_set_trainer_id(o, 402), FABPS_OK);
+  std::string addrs = cluster_->addresses()[0] + "," + cluster_->addresses()[1];
+  fabps_pserver_client* c = fabps_new_pserver_client_ex(addrs.c_str(), 0, o);
+  fabps_release_pserver_options(o);
+  ASSERT_NE(c, nullptr) << fabps_last_error();
+  // Step 0: trainer 1's rows from C; step 1: an empty share from C.
+  Reference ref;
+  for (uint64_t s = 0; s < 2; s++) {
+    StepRows mine = s == 0 ? RowsOf(1, s, 99) : StepRows();
+    int rc = FABPS_ERR;
+    std::thread tc([&] {
+      fabps_push* h = nullptr;
+      rc = fabps_send_rows_step(c, "emb", mine.ids.data(), mine.ids.size(),
+                                mine.values.data(), mine.values.size() * 4,
+                                static_cast<int64_t>(s), kMs, &h);
+      if (rc == FABPS_OK) rc = fabps_wait(c, h, kMs);
+    });
+    StepRows theirs = RowsOf(0, s, 99);
+    ASSERT_TRUE(PushStep(a.get(), theirs, s).ok());
+    tc.join();
+    ASSERT_EQ(rc, FABPS_OK) << fabps_pserver_client_last_error(c);
+    ref.Step({theirs, mine});
+  }
+  EXPECT_TRUE(Pull(a.get()) == ref.Table());
+  fabps_push* h = nullptr;
+  EXPECT_EQ(fabps_send_rows_step(c, "emb", nullptr, 0, nullptr, 0, -1, kMs, &h),
+            FABPS_ERR_ARGUMENT);
+  EXPECT_EQ(h, nullptr);
+  int64_t rows_ids[1] = {1};
+  float row[kDim] = {};
+  EXPECT_NE(fabps_send_rows(c, "emb", rows_ids, 1, row, sizeof(row), kMs, &h),
+            FABPS_OK);  // no step in sync mode
+  fabps_release_pserver_client(c);
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, SyncRowsTest,
