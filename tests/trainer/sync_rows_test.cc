@@ -19,8 +19,10 @@
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
 #include "pserver/wire.h"
+#include "tests/trainer/c_client.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
+#include "tests/trainer/reference_shard.h"
 #include "tests/transport/provider_params.h"
 #include "trainer/fabps_c.h"
 #include "trainer/pserver_client.h"
@@ -111,59 +113,19 @@ StepRows Summed(const StepRows& in) {
 // adds a row both sent: trainer 0's sum + trainer 1's, as the pserver does).
 class Reference {
  public:
-  Reference() {
-    auto layout = pserver::Layout::Build(Specs(), kBlock, 1);
-    EXPECT_TRUE(layout.ok());
-    pserver::ShardOptions o;
-    o.default_rule = Rule();
-    o.num_threads = 1;
-    auto s = pserver::Shard::Create(*layout, o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    shard_ = std::move(*s);
-    auto table = InitialTable();
-    for (const auto& b : shard_->layout().blocks()) {
-      EXPECT_TRUE(shard_
-                      ->InitBlock(b.id, table.data() + b.first_element,
-                                  b.num_elements * 4)
-                      .ok());
-    }
-  }
+  Reference()
+      : shard_(testing::NewReferenceShard(Specs(), kBlock, Rule(),
+                                          {InitialTable()})) {}
   void Step(const std::vector<StepRows>& trainers) {
-    std::map<uint32_t, std::pair<std::vector<uint64_t>, std::vector<float>>>
-        by_block;
+    StepRows all;
     for (const StepRows& raw : trainers) {
       StepRows t = Summed(raw);
-      for (size_t i = 0; i < t.ids.size(); i++) {
-        auto& [ids, g] = by_block[static_cast<uint32_t>(t.ids[i] / kPerBlock)];
-        ids.push_back(static_cast<uint64_t>(t.ids[i]));
-        g.insert(g.end(), t.values.begin() + i * kDim,
-                 t.values.begin() + (i + 1) * kDim);
-      }
+      all.ids.insert(all.ids.end(), t.ids.begin(), t.ids.end());
+      all.values.insert(all.values.end(), t.values.begin(), t.values.end());
     }
-    for (auto& [block, rows] : by_block) {
-      std::string bytes =
-          pserver::EncodeSparseRows(rows.first, rows.second.data(), kDim, 4);
-      std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
-      std::memcpy(aligned.data(), bytes.data(), bytes.size());
-      pserver::GradientRef ref;
-      ref.block = block;
-      ref.format = pserver::GradientFormat::kSparseRows;
-      ref.data = aligned.data();
-      ref.bytes = bytes.size();
-      Status s = shard_->Apply(ref, Deadline::InMs(kMs));
-      ASSERT_TRUE(s.ok()) << s.ToString();
-    }
+    testing::ApplyRowsToShard(shard_.get(), 0, all.ids, all.values, kDim);
   }
-  std::vector<float> Table() const {
-    std::vector<float> v(kRows * kDim);
-    for (const auto& b : shard_->layout().blocks()) {
-      EXPECT_TRUE(
-          shard_
-              ->ReadValues(b.id, v.data() + b.first_element, b.num_elements * 4)
-              .ok());
-    }
-    return v;
-  }
+  std::vector<float> Table() const { return testing::ParamOfShard(*shard_, 0); }
 
  private:
   std::unique_ptr<pserver::Shard> shard_;
@@ -385,18 +347,9 @@ TEST_P(SyncRowsTest, CApiPushesRowSteps) {
   StartCluster(2, 2);
   auto a = Trainer(401, true);
   ASSERT_TRUE(a);
-  fabps_pserver_options* o = fabps_new_pserver_options();
-  ASSERT_NE(o, nullptr);
-  ASSERT_EQ(fabps_pserver_options_set_provider(o, GetParam().c_str()),
-            FABPS_OK);
-  if (GetParam() != "shm")
-    ASSERT_EQ(fabps_pserver_options_set_interface(o, "127.0.0.1"), FABPS_OK);
-  ASSERT_EQ(fabps_pserver_options_set_block_elements(o, kBlock), FABPS_OK);
-  ASSERT_EQ(fabps_pserver_options_set_trainer_id(o, 402), FABPS_OK);
-  std::string addrs = cluster_->addresses()[0] + "," + cluster_->addresses()[1];
-  fabps_pserver_client* c = fabps_new_pserver_client_ex(addrs.c_str(), 0, o);
-  fabps_release_pserver_options(o);
-  ASSERT_NE(c, nullptr) << fabps_last_error();
+  fabps_pserver_client* c = testing::NewCPserverClient(
+      GetParam(), cluster_->addresses(), kBlock, 402);
+  ASSERT_NE(c, nullptr);
   // Step 0: trainer 1's rows from C; step 1: an empty share from C.
   Reference ref;
   for (uint64_t s = 0; s < 2; s++) {
