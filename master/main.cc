@@ -6,8 +6,10 @@
 // may run: the others wait as standbys and one takes over within the lease
 // TTL, --lease-ttl, when the leader dies), replay the master journal
 // (resuming the previous master's state exactly), serve on --host:--port
-// (0 picks a free port), then publish "host:port" under master/addr (attached
-// to the lock's lease, so it vanishes with the leader) and in --port-file.
+// (0 picks a free port), then publish "host:port" under master/addr (host:
+// --advertise-host, default --host; base/advertised_address.h), attached
+// to the lock's lease so it vanishes with the leader, and the port in
+// --port-file.
 // Every journal write is fenced by the lock. A leader that loses its lease
 // (store unreachable for a TTL) exits with status 3 at once rather than risk
 // two masters. Shutdown on SIGTERM or SIGINT releases the lock, so a standby
@@ -26,6 +28,7 @@
 
 #include "base/cli.h"
 #include "base/file_util.h"
+#include "base/host_flags.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
 #include "coord/protocol/master_election.h"
@@ -48,6 +51,7 @@ struct Flags {
   std::string state_dir = "fabps-master-state";
   std::string job = "default";
   std::string host = "127.0.0.1";
+  std::string advertise_host;  // what peers dial; "" : host
   int port = 0;
   std::string port_file;
   int worker_threads = 4;
@@ -89,7 +93,7 @@ int Run(const Flags& flags) {
   // Leader election: wait (as a standby) until master/lock is ours.
   coord::MasterElectionOptions eo;
   eo.ttl_seconds = flags.lease_ttl_s;
-  eo.identity = Identity(flags.host);
+  eo.identity = Identity(flags.advertise_host);
   auto lead = coord::MasterElection::Win(store->get(), eo, Deadline::Infinite(),
                                          [&] { return stop.Requested(); });
   if (!lead.ok()) {
@@ -132,7 +136,8 @@ int Run(const Flags& flags) {
     FABPS_LOG(ERROR) << metrics_server.status().ToString();
     return 1;
   }
-  std::string addr = flags.host + ":" + std::to_string((*server)->port());
+  std::string addr =
+      flags.advertise_host + ":" + std::to_string((*server)->port());
   Status published = (*lead)->PublishAddress(addr, (*store)->DefaultDeadline());
   if (!published.ok()) {
     FABPS_LOG(ERROR) << "publishing master/addr: " << published.ToString();
@@ -193,7 +198,7 @@ int main(int argc, char** argv) {
   app.add_option("--state-dir", f.state_dir,
                  "directory of the local store when --store is not given");
   app.add_option("--job", f.job, "job name ([A-Za-z0-9._-]{1,64})");
-  app.add_option("--host", f.host, "address to listen on");
+  fabps::AddHostFlags(app, &f.host, &f.advertise_host, "master/addr");
   app.add_option("--port", f.port, "port to listen on; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
@@ -241,5 +246,9 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "fabps-master: --job: %s\n", job.message().c_str());
     return 2;
   }
+  if (int rc = fabps::ResolveAdvertisedHost("fabps-master", f.host,
+                                            &f.advertise_host);
+      rc >= 0)
+    return rc;
   return fabps::master::Run(f);
 }

@@ -56,6 +56,7 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
   FABPS_ASSIGN_OR_RETURN(
       dp->scratch_mr_,
       dp->fabric_->Register(dp->scratch_.data(), dp->scratch_.size()));
+  dp->credit_endpoint_ = dp->endpoint_.get();
   DataPlane* raw = dp.get();
   dp->endpoint_->SetImmediateHandler(
       [raw](const transport::ImmediateEvent& e) { raw->OnImmediate(e.data); });
@@ -63,6 +64,8 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
 }
 
 DataPlane::~DataPlane() {
+  stopping_ = true;
+  endpoint_->SetImmediateHandler(nullptr);
   DetachShard();
   // Stop the progress thread (and so the handler) before anything it uses.
   endpoint_.reset();
@@ -194,6 +197,7 @@ void DataPlane::Reject(const std::string& why) {
 }
 
 void DataPlane::OnImmediate(uint64_t data) {
+  if (stopping_) return;  // the pserver is exiting: no push is applied
   auto imm = wire::DecodePush(data);
   if (!imm.ok()) return Reject(imm.status().message());
   std::shared_ptr<Trainer> t;
@@ -440,8 +444,9 @@ void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
   c.slot = slot;
   c.code = code;
   c.block = block;
-  auto w = endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0,
-                            wire::EncodeCredit(c), Deadline::InMs(5000));
+  if (stopping_) return;  // the trainer sees its push time out instead
+  auto w = credit_endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0,
+                                   wire::EncodeCredit(c), Deadline::InMs(5000));
   if (!w.ok())
     FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": "
                        << w.status().ToString();

@@ -143,6 +143,12 @@ class DataPlane {
   const DataPlaneOptions options_;
   std::unique_ptr<transport::Fabric> fabric_;
   std::unique_ptr<transport::Endpoint> endpoint_;
+  // endpoint_.get(), for credits. Unlike endpoint_ it still points at the
+  // endpoint while ~DataPlane destroys it: reset() clears endpoint_ before
+  // the endpoint's destructor joins the progress thread, and a credit that
+  // thread was already sending would otherwise go through a null pointer.
+  transport::Endpoint* credit_endpoint_ = nullptr;
+  std::atomic<bool> stopping_{false};  // set by ~DataPlane: drop new pushes
   std::unique_ptr<transport::MemoryRegion> arena_mr_;
   std::vector<char> scratch_;  // source of zero-byte credit writes
   std::unique_ptr<transport::MemoryRegion> scratch_mr_;

@@ -1,7 +1,9 @@
 // fabps-pserver: serves one shard of the parameters.
 //
 // Control plane on --host:--port (Thrift, thrift/pserver.thrift); data plane
-// on the fabric chosen by --provider. Starts from its last good checkpoint
+// on the fabric chosen by --provider, bound to --interface (default: the
+// advertised host). Peers are told --advertise-host (default --host;
+// base/advertised_address.h). Starts from its last good checkpoint
 // in --checkpoint-dir when there is one, checkpoints every --save-period
 // seconds, and on SIGTERM or SIGINT checkpoints once more and exits 0.
 // Prints "fabps-pserver listening on HOST:PORT" and writes the port to
@@ -38,6 +40,7 @@
 
 #include "base/cli.h"
 #include "base/file_util.h"
+#include "base/host_flags.h"
 #include "base/log.h"
 #include "base/stop_signals.h"
 #include "coord/protocol/checkpoint_record.h"
@@ -55,6 +58,7 @@ namespace {
 
 struct Flags {
   std::string host = "127.0.0.1";
+  std::string advertise_host;  // what peers dial; "" : host
   int port = 0;
   std::string port_file;
   std::string provider = "auto";
@@ -182,7 +186,7 @@ int Serve(Flags f, const std::string& token) {
   fabps::pserver::DataPlaneOptions dpo;
   dpo.provider = f.provider;
   dpo.interface_address = f.interface_address.empty() && f.provider != "shm"
-                              ? f.host
+                              ? f.advertise_host
                               : f.interface_address;
   if (dpo.interface_address == "0.0.0.0") dpo.interface_address.clear();
   dpo.pserver_index = f.index;
@@ -238,7 +242,7 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << metrics_server.status().ToString();
     return 1;
   }
-  std::string addr = f.host + ":" + std::to_string((*server)->port());
+  std::string addr = f.advertise_host + ":" + std::to_string((*server)->port());
   if (!f.port_file.empty()) {
     auto s = fabps::WriteFileAtomically(
         f.port_file, std::to_string((*server)->port()) + "\n");
@@ -313,7 +317,7 @@ int main(int argc, char** argv) {
   Flags f;
   CLI::App app("fabps pserver: holds one shard of the parameters",
                "fabps-pserver");
-  app.add_option("--host", f.host, "address to listen on (control plane)");
+  fabps::AddHostFlags(app, &f.host, &f.advertise_host, "ps/<i>/addr");
   app.add_option("--port", f.port, "control port; 0 picks a free one")
       ->check(CLI::Range(0, 65535));
   app.add_option("--port-file", f.port_file,
@@ -321,7 +325,7 @@ int main(int argc, char** argv) {
   app.add_option("--provider", f.provider,
                  "fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets");
   app.add_option("--interface", f.interface_address,
-                 "fabric interface address (default: --host)");
+                 "fabric interface address (default: --advertise-host)");
   app.add_option("--index", f.index, "this pserver's index")
       ->check(CLI::Range(0, 65534));
   app.add_option("--num-pservers", f.num_pservers, "pservers in the job")
@@ -381,6 +385,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(int64_t{2}, int64_t{600}));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   f.index_given = app.count("--index") > 0;
+  if (int rc = fabps::ResolveAdvertisedHost("fabps-pserver", f.host,
+                                            &f.advertise_host);
+      rc >= 0)
+    return rc;
   if (!f.store.empty()) {
     fabps::Status job = fabps::coord::ValidateJobName(f.job);
     if (!job.ok()) {

@@ -272,5 +272,45 @@ TEST(Supervise, SuperviseToolRestartsWithinItsBudget) {
   EXPECT_NE(out2.find("used all 1 restarts"), std::string::npos) << out2;
 }
 
+// A program named without a slash is found on PATH (as a shell would), and
+// one that is nowhere is an error at once, not ten restarts of exit 127.
+TEST(Supervise, SuperviseToolFindsProgramsOnPathAndRefusesMissingOnes) {
+  TempDir dir;
+  auto p = Subprocess::Start(
+      {testing::BuiltBinary("tools/launch/fabps-supervise"), "--backoff",
+       "0.05", "demo", "--", "sh", "-c", "echo ran-from-path"},
+      dir.File("out"));
+  ASSERT_TRUE(p.ok()) << p.status().ToString();
+  auto st = p->Wait(60000);
+  ASSERT_TRUE(st.ok());
+  std::string out = testing::ReadFileOrEmpty(dir.File("out"));
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << out;
+  EXPECT_NE(out.find("ran-from-path"), std::string::npos) << out;
+
+  auto q = Subprocess::Start(
+      {testing::BuiltBinary("tools/launch/fabps-supervise"), "--backoff",
+       "0.05", "demo", "--", "fabps-no-such-program-here"},
+      dir.File("out2"));
+  ASSERT_TRUE(q.ok());
+  st = q->Wait(60000);
+  ASSERT_TRUE(st.ok());
+  std::string out2 = testing::ReadFileOrEmpty(dir.File("out2"));
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << out2;
+  EXPECT_NE(out2.find("not found in PATH"), std::string::npos) << out2;
+  EXPECT_EQ(out2.find("restart"), std::string::npos) << out2;
+
+  // A path that cannot be executed: exit 127 from the child, not restarted.
+  auto r = Subprocess::Start(
+      {testing::BuiltBinary("tools/launch/fabps-supervise"), "--backoff",
+       "0.05", "demo", "--", dir.File("missing-binary")},
+      dir.File("out3"));
+  ASSERT_TRUE(r.ok());
+  st = r->Wait(60000);
+  ASSERT_TRUE(st.ok());
+  std::string out3 = testing::ReadFileOrEmpty(dir.File("out3"));
+  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 127) << out3;
+  EXPECT_EQ(out3.find("restart 1"), std::string::npos) << out3;
+}
+
 }  // namespace
 }  // namespace fabps

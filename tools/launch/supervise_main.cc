@@ -5,19 +5,22 @@
 //
 //   fabps-supervise pserver -- build/pserver/daemon/fabps-pserver --store ...
 //
+// A program named without a slash is looked up in $PATH, as a shell does.
 // The process's output goes where fabps-supervise's goes. It is restarted
-// after any end but a clean exit (0: done) and an exit code of 2 (its flags
-// are wrong), with back-off, up to --restarts times; then fabps-supervise
-// exits with the process's exit code (or 128 + its signal). SIGTERM or
-// SIGINT is passed on (the process checkpoints and exits) and
-// fabps-supervise exits with the process's status.
+// after any end but a clean exit (0: done), an exit code of 2 (its flags
+// are wrong) and 127 (it could not be executed), with back-off, up to
+// --restarts times; then fabps-supervise exits with the process's exit code (or
+// 128 + its signal). SIGTERM or SIGINT is passed on (the process checkpoints
+// and exits) and fabps-supervise exits with the process's status.
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 #include <CLI/CLI.hpp>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <string>
 #include <thread>
 #include <vector>
@@ -30,6 +33,24 @@ namespace {
 
 std::atomic<int> g_signal{0};
 void OnSignal(int sig) { g_signal = sig; }
+
+// The program as a shell would run it: a name without a slash is looked up
+// in $PATH (the first executable file of that name); "" when none is.
+std::string FindProgram(const std::string& name) {
+  if (name.find('/') != std::string::npos) return name;
+  const char* path = std::getenv("PATH");
+  std::string dirs = path != nullptr ? path : "/usr/bin:/bin";
+  size_t start = 0;
+  while (start <= dirs.size()) {
+    size_t end = dirs.find(':', start);
+    if (end == std::string::npos) end = dirs.size();
+    std::string dir = dirs.substr(start, end - start);
+    std::string candidate = (dir.empty() ? "." : dir) + "/" + name;
+    if (::access(candidate.c_str(), X_OK) == 0) return candidate;
+    start = end + 1;
+  }
+  return "";
+}
 
 int ExitCodeOf(int wait_status) {
   if (WIFEXITED(wait_status)) return WEXITSTATUS(wait_status);
@@ -73,6 +94,15 @@ int main(int argc, char** argv) {
   // CLI11 hands the "--" separator on with the command.
   if (!command.empty() && command.front() == "--")
     command.erase(command.begin());
+  if (!command.empty()) {
+    std::string program = FindProgram(command.front());
+    if (program.empty()) {
+      std::fprintf(stderr, "command: %s: not found in PATH\n",
+                   command.front().c_str());
+      return 2;
+    }
+    command.front() = program;
+  }
   if (command.empty()) {
     std::fprintf(stderr, "command: no program given after --\n");
     return 2;

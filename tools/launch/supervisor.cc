@@ -52,10 +52,15 @@ Status Supervisor::OnEnded(const std::string& name) {
   Child* c = group_->Find(name);
   if (c == nullptr) return Status::NotFound("no process named " + name);
   const std::string how = DescribeEnd(c->wait_status);
-  if (WIFEXITED(c->wait_status) && WEXITSTATUS(c->wait_status) == 2) {
+  // 2: bad flags or settings; 127: the program could not be executed
+  // (ChildProcess's exec failure). Neither gets better by restarting.
+  const int code = WIFEXITED(c->wait_status) ? WEXITSTATUS(c->wait_status) : -1;
+  if (code == 2 || code == 127) {
     return Status::FailedPrecondition(
         name + " failed (" + how +
-        ": its flags or the job's settings are wrong; not restarted)" +
+        (code == 2 ? ": its flags or the job's settings are wrong"
+                   : ": the program could not be executed") +
+        "; not restarted)" +
         (c->log.empty()
              ? ""
              : "; last lines of " + c->log + ":\n" + TailOfFile(c->log, 25)));

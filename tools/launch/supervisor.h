@@ -17,7 +17,8 @@
 // "master"); the budget counts restarts of all processes of one role.
 // Back-off: the n-th restart of a role waits backoff_initial_s * 2^(n-1),
 // at most backoff_max_s. An exit code of 2 (the daemons' "bad flags or the
-// job disagrees with them") is never restarted: a restart cannot fix it.
+// job disagrees with them") or 127 (the program could not be executed) is
+// never restarted: a restart cannot fix it.
 //
 // Not thread safe: the owner of the ProcessGroup calls it.
 #ifndef FABPS_TOOLS_LAUNCH_SUPERVISOR_H_
