@@ -29,7 +29,8 @@ inline fabps_pserver_client* NewCPserverClient(
   ok &= fabps_pserver_options_set_trainer_id(o, trainer_id) == FABPS_OK;
   EXPECT_TRUE(ok) << fabps_last_error();
   std::string joined;
-  for (const std::string& a : addresses) joined += (joined.empty() ? "" : ",") + a;
+  for (const std::string& a : addresses)
+    joined += (joined.empty() ? "" : ",") + a;
   fabps_pserver_client* c =
       ok ? fabps_new_pserver_client_ex(joined.c_str(), 0, o) : nullptr;
   fabps_release_pserver_options(o);

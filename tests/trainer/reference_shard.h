@@ -54,7 +54,8 @@ inline void ApplyRowsToShard(pserver::Shard* shard, uint32_t param,
   for (size_t i = 0; i < ids.size(); i++) {
     auto& [bid, bg] = by_block[first + static_cast<uint32_t>(ids[i] / per)];
     bid.push_back(static_cast<uint64_t>(ids[i]));
-    bg.insert(bg.end(), values.begin() + i * dim, values.begin() + (i + 1) * dim);
+    bg.insert(bg.end(), values.begin() + i * dim,
+              values.begin() + (i + 1) * dim);
   }
   for (auto& [block, rows] : by_block) {
     std::string bytes =
