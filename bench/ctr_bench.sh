@@ -1,15 +1,16 @@
 #!/usr/bin/env bash
 # CTR training samples/s: examples/ctr through `fabps-launch --model ctr`
 # (a 2^22 x 16 embedding table moved by SendRows/GetRows, an MLP by dense
-# push/pull) with 2 pservers x 2 trainers, per provider, REPEAT runs each,
-# and the median. Samples/s of a run: each trainer's training impressions
-# over its training time (pass seconds minus the evaluator's eval_seconds),
-# summed over the trainers. Also prints the last pass's test AUC against
-# the planted model's. Async only: the job has no sync mode yet (add
-# `--mode sync` runs beside these once fabps-launch has it).
+# push/pull) with 2 pservers x 2 trainers, per provider and mode (async,
+# sync: --mode sync), REPEAT runs each with the two modes alternating (so
+# that the machine's load hits both alike), and the median. Samples/s of a
+# run: each trainer's training impressions over its training time (pass
+# seconds minus the evaluator's eval_seconds), summed over the trainers.
+# Also prints the last pass's test AUC against the planted model's.
 # Usage: bench/ctr_bench.sh [BUILD_DIR] [PROVIDER ...]
 # Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE_ROWS
-# (4194304), KEEP_DIR (keep the runs' directories there; default: removed)
+# (4194304), MODES ("async sync"), KEEP_DIR (keep the runs' directories
+# there; default: removed)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -20,6 +21,7 @@ repeat="${REPEAT:-3}"
 passes="${PASSES:-2}"
 records="${RECORDS:-1000000}"
 rows="${TABLE_ROWS:-4194304}"
+read -r -a modes <<<"${MODES:-async sync}"
 launch="$build/tools/launch/fabps-launch"
 for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/tools/fabps-ctr-gen"; do
   [ -x "$b" ] || { echo "build first: $b missing" >&2; exit 1; }
@@ -57,20 +59,25 @@ PY
 printf '| provider | mode | samples/s (%s runs) | median | last-pass test AUC / planted |\n' "$repeat"
 printf '|---|---|---|---|---|\n'
 for prov in "${providers[@]}"; do
-  rates=()
-  aucs=""
+  declare -A rates=() aucs=()
   for i in $(seq "$repeat"); do
-    d="$out/${prov//[^a-z]/_}-$i"
-    rm -rf "$d"
-    mkdir -p "$d"
-    timeout 1800 "$launch" --model ctr --provider "$prov" --pservers 2 \
-      --trainers 2 --passes "$passes" --ctr-records "$records" \
-      --table-rows "$rows" --run-dir "$d/run" >"$d/out" 2>&1 || {
-      echo "run $i on $prov failed:" >&2; tail -20 "$d/out" >&2; exit 1; }
-    read -r rate auc planted < <(summarize "$d")
-    rates+=("$rate")
-    aucs="$auc / $planted"
+    for mode in "${modes[@]}"; do
+      d="$out/${prov//[^a-z]/_}-$mode-$i"
+      rm -rf "$d"
+      mkdir -p "$d"
+      timeout 1800 "$launch" --model ctr --mode "$mode" --provider "$prov" \
+        --pservers 2 --trainers 2 --passes "$passes" --ctr-records "$records" \
+        --table-rows "$rows" --run-dir "$d/run" >"$d/out" 2>&1 || {
+        echo "run $i ($mode) on $prov failed:" >&2; tail -20 "$d/out" >&2; exit 1; }
+      read -r rate auc planted < <(summarize "$d")
+      rates[$mode]="${rates[$mode]:+${rates[$mode]} }$rate"
+      aucs[$mode]="$auc / $planted"
+    done
   done
-  median="$(printf '%s\n' "${rates[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
-  printf '| %s | async | %s | **%s** | %s |\n' "$prov" "$(IFS=,; echo "${rates[*]}" | sed 's/,/, /g')" "$median" "$aucs"
+  for mode in "${modes[@]}"; do
+    read -r -a r <<<"${rates[$mode]}"
+    median="$(printf '%s\n' "${r[@]}" | sort -n | awk '{a[NR]=$1} END {print a[int((NR+1)/2)]}')"
+    printf '| %s | %s | %s | **%s** | %s |\n' "$prov" "$mode" "$(IFS=,; echo "${r[*]}" | sed 's/,/, /g')" "$median" "${aucs[$mode]}"
+  done
+  unset rates aucs
 done

@@ -165,6 +165,8 @@ void WireSeeds() {
       u64(wire::EncodePush({3, 7, 12345, wire::PushKind::kRows})));
   Put("wire_fuzzer", "push-rows-read",
       u64(wire::EncodePush({3, 7, 12345, wire::PushKind::kRowsRead})));
+  Put("wire_fuzzer", "push-rows-step",
+      u64(wire::EncodePush({3, 7, 12345, wire::PushKind::kRowsStep})));
   Put("wire_fuzzer", "push-max",
       u64(wire::EncodePush({0xFFFF, 255, 0xFFFFFFFFu})));
   Put("wire_fuzzer", "credit",

@@ -15,9 +15,10 @@ namespace wire = fabps::pserver::wire;
 
 void CheckValue(uint64_t v) {
   auto push = wire::DecodePush(v);
-  // 0xA5 dense, 0xA6 rows, 0xA7 rows read, 0xA8 a sync step's dense block
+  // 0xA5 dense, 0xA6 rows, 0xA7 rows read, 0xA8 a sync step's dense block,
+  // 0xA9 a sync step's rows
   const uint64_t tag = v >> 56;
-  FABPS_FUZZ_CHECK(push.ok() == (tag >= 0xA5 && tag <= 0xA8));
+  FABPS_FUZZ_CHECK(push.ok() == (tag >= 0xA5 && tag <= 0xA9));
   if (push.ok()) {
     FABPS_FUZZ_CHECK(push->trainer <= wire::kMaxTrainerIndex);
     FABPS_FUZZ_CHECK(push->slot < wire::kMaxSlots);
@@ -39,7 +40,9 @@ void CheckFields(const uint8_t* d) {
   FABPS_FUZZ_CHECK(back.ok());
   FABPS_FUZZ_CHECK(back->trainer == (a & 0xFFFF) && back->slot == (b & 0xFF) &&
                    back->block == c && back->kind == wire::PushKind::kDense);
-  for (wire::PushKind k : {wire::PushKind::kRows, wire::PushKind::kRowsRead}) {
+  for (wire::PushKind k :
+       {wire::PushKind::kRows, wire::PushKind::kRowsRead,
+        wire::PushKind::kDenseStep, wire::PushKind::kRowsStep}) {
     auto rows = wire::DecodePush(wire::EncodePush({a, b, c, k}));
     FABPS_FUZZ_CHECK(rows.ok() && rows->kind == k && rows->block == c);
   }

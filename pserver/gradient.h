@@ -17,6 +17,10 @@ enum class GradientFormat : uint32_t {
   kDense = 0,
   // The sparse-rows format of sparse_rows.h.
   kSparseRows = 1,
+  // No rows at all: a sync-mode trainer's share of a step in which it
+  // touched nothing of the block (kSync only; data and bytes are ignored).
+  // It counts as that trainer's gradient of the step and adds nothing.
+  kEmpty = 2,
 };
 
 struct GradientRef {

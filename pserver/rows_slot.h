@@ -43,6 +43,22 @@ Result<wire::RowsHeader> ParseRowsHeader(const void* slot, size_t slot_bytes,
                                          const BlockInfo& block,
                                          size_t elem_size);
 
+// What a sync step's rows push (PushKind::kRowsStep) says in its slot.
+struct StepRows {
+  uint64_t step = 0;
+  uint64_t count = 0;  // 0: the trainer touched no row of the block
+};
+
+// Reads and checks the StepHeader and row count at the start of a slot
+// that a kRowsStep push word for `block` named: kind and block equal the
+// word's, and the rows fit the slot. A count of 0 is valid here (and only
+// here): a trainer's share of a sync step in which it touched no row of the
+// block, which the step needs from every trainer (docs/sync.md). Corruption
+// when kind or block differ (as for kDenseStep), InvalidArgument for the
+// count. The ids are checked later, by ParseSparseRows.
+Result<StepRows> ParseStepRowsHeader(const void* slot, size_t slot_bytes,
+                                     const BlockInfo& block, size_t elem_size);
+
 // Copies row ids[i] of the block `view` shows to out + i * R * elem_size,
 // for i < count. Each id is read once and must be a parameter row inside
 // the block (InvalidArgument naming it otherwise; `out` is then partly

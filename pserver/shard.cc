@@ -371,8 +371,12 @@ Result<Shard::Block*> Shard::Validate(const GradientRef& g) const {
     return Status::InvalidArgument("gradient for block " +
                                    std::to_string(g.block) + ": " + why);
   };
-  if (g.data == nullptr) return bad("null data");
-  if (g.format == GradientFormat::kDense) {
+  if (g.format == GradientFormat::kEmpty) {
+    if (options_.mode != ApplyMode::kSync)
+      return bad("an empty gradient only completes a sync step");
+  } else if (g.data == nullptr) {
+    return bad("null data");
+  } else if (g.format == GradientFormat::kDense) {
     if (g.bytes != b->value_bytes) {
       return bad(std::to_string(g.bytes) + " bytes, expected " +
                  std::to_string(b->value_bytes));
@@ -516,16 +520,18 @@ Status Shard::AccumulateLocked(Block* b, const GradientRef& g) {
     b->accum_zero = false;
     return Status::OK();
   }
+  // A sparse or empty share: the sum starts from zeros.
+  if (b->contributors == 0 && !b->accum_zero) {
+    std::memset(acc, 0, b->value_bytes);
+    b->accum_zero = true;
+  }
+  if (g.format == GradientFormat::kEmpty) return Status::OK();
   FABPS_ASSIGN_OR_RETURN(
       SparseRowsView view,
       ParseSparseRows(g.data, g.bytes, *b->info, b->elem_size));
   thread_local std::vector<uint64_t> rows;
   thread_local std::vector<T> summed;
   FABPS_RETURN_IF_ERROR(SumSparseRows<T>(view, *b->info, &rows, &summed));
-  if (b->contributors == 0 && !b->accum_zero) {
-    std::memset(acc, 0, b->value_bytes);
-    b->accum_zero = true;
-  }
   const size_t r = b->info->row_elements;
   for (size_t i = 0; i < rows.size(); ++i) {
     AddInto<T>(acc + rows[i] * r, summed.data() + i * r, r);

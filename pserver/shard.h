@@ -37,7 +37,10 @@
 // A trainer that never sends would hold its blocks at their step forever:
 // ForceOverdueSteps applies what arrived once a step waited too long. A step
 // mixing dense and sparse gradients applies densely; an all-sparse step updates
-// the rows any trainer sent.
+// the rows any trainer sent. A trainer that touched nothing of a block in a
+// step sends an empty share (GradientFormat::kEmpty): it counts as its
+// gradient and adds nothing; a step whose shares are all empty updates no
+// row but is still a step (the update count, Adam's t, goes up).
 //
 // Errors. Block ids, lengths, alignment, sparse row ids, steps and trainer
 // ids come from the network: bad ones are returned as InvalidArgument (never

@@ -7,8 +7,9 @@
 //                (a RowsHeader, row ids and row gradients), 0xA7 a rows
 //                read (a RowsHeader and row ids; the pserver writes the rows
 //                behind the ids), 0xA8 a dense gradient block of a sync
-//                step (a StepHeader, then the block). Any other value
-//                catches stray or corrupted words.
+//                step (a StepHeader, then the block), 0xA9 sparse rows of
+//                a sync step (a StepHeader, then the sparse rows, possibly
+//                none). Any other value catches stray or corrupted words.
 //   bits 55..40  trainer index (from the pserver's Registration)
 //   bits 39..32  slot index in the trainer's landing region
 //   bits 31..0   global block id
@@ -38,7 +39,10 @@ enum class PushKind : uint32_t {
   kRows = 0xA6,
   kRowsRead = 0xA7,
   kDenseStep = 0xA8,
+  kRowsStep = 0xA9,
 };
+constexpr uint64_t kFirstPushTag = 0xA5;
+constexpr uint64_t kLastPushTag = 0xA9;
 
 // The 16 bytes at the start of a landing slot for kRows and kRowsRead
 // (little-endian, docs/formats/wire.md). For kRows the bytes from offset 8
@@ -67,10 +71,12 @@ inline size_t RowsSlotBytes(uint64_t count, uint64_t row_elements,
   return RowsValuesOffset(count) + count * row_elements * elem_size;
 }
 
-// The 16 bytes at the start of a landing slot for kDenseStep (sync mode,
-// little-endian, docs/formats/wire.md); the dense block follows at
-// kStepHeaderBytes.
-//   u32 kind   0xA8 again
+// The 16 bytes at the start of a landing slot for kDenseStep and kRowsStep
+// (sync mode, little-endian, docs/formats/wire.md); the dense block
+// (kDenseStep) or the sparse rows (kRowsStep: u64 count, u64 row_id[count],
+// count * R values, the format of pserver/sparse_rows.h except that count
+// may be 0) follow at kStepHeaderBytes.
+//   u32 kind   0xA8 or 0xA9 again
 //   u32 block  the push's block id again
 //   u64 step   the sync step the gradient belongs to
 struct StepHeader {
@@ -80,6 +86,17 @@ struct StepHeader {
 };
 static_assert(sizeof(StepHeader) == 16);
 constexpr size_t kStepHeaderBytes = sizeof(StepHeader);
+
+// kRowsStep: where the row ids start (behind the step header and the
+// count), where the values start, and the bytes of `count` rows in a slot.
+constexpr size_t kStepRowsIdsOffset = kStepHeaderBytes + 8;
+inline size_t StepRowsValuesOffset(uint64_t count) {
+  return kStepRowsIdsOffset + count * 8;
+}
+inline size_t StepRowsSlotBytes(uint64_t count, uint64_t row_elements,
+                                size_t elem_size) {
+  return StepRowsValuesOffset(count) + count * row_elements * elem_size;
+}
 
 struct PushImm {
   uint32_t trainer = 0;
@@ -103,8 +120,8 @@ inline uint64_t EncodePush(const PushImm& p) {
 
 inline Result<PushImm> DecodePush(uint64_t v) {
   const uint64_t tag = v >> 56;
-  if (tag < 0xA5 || tag > 0xA8)
-    return Status::Corruption("push immediate data without a 0xA5..0xA8 tag");
+  if (tag < kFirstPushTag || tag > kLastPushTag)
+    return Status::Corruption("push immediate data without a 0xA5..0xA9 tag");
   PushImm p;
   p.kind = static_cast<PushKind>(tag);
   p.trainer = static_cast<uint32_t>((v >> 40) & 0xFFFF);

@@ -425,6 +425,17 @@ int fabps_send_rows(fabps_pserver_client* c, const char* name,
                     const int64_t* row_ids, size_t num_rows, const void* values,
                     size_t bytes, int64_t timeout_ms, fabps_push** out);
 
+/* Sync mode (docs/sync.md): fabps_send_rows for step `step` (>= 0), as
+ * fabps_send_grads_step is for dense parameters. Every block of the
+ * parameter gets this trainer's share of the step, an empty one where no
+ * id falls (num_rows may be 0); each block's step sums the rows of all
+ * trainers and applies the rule once to the rows any of them sent. An error
+ * on pservers in async mode; fabps_send_rows is an error in sync mode. */
+int fabps_send_rows_step(fabps_pserver_client* c, const char* name,
+                         const int64_t* row_ids, size_t num_rows,
+                         const void* values, size_t bytes, int64_t step,
+                         int64_t timeout_ms, fabps_push** out);
+
 /* Starts reading rows: values receives row row_ids[k] at element k * R
  * (arguments as fabps_send_rows). The values memory must stay valid until
  * fabps_wait on the pull returns; it holds the rows when that returns

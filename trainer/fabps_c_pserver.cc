@@ -650,6 +650,24 @@ int fabps_send_rows(fabps_pserver_client* c, const char* name,
                    });
 }
 
+int fabps_send_rows_step(fabps_pserver_client* c, const char* name,
+                         const int64_t* row_ids, size_t num_rows,
+                         const void* values, size_t bytes, int64_t step,
+                         int64_t timeout_ms, fabps_push** out) {
+  if (step < 0) {
+    if (out != nullptr) *out = nullptr;
+    return Guarded(c, "fabps_send_rows_step", [&] {
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_send_rows_step: step < 0");
+    });
+  }
+  return StartRows(c, "fabps_send_rows_step", name, row_ids, num_rows, values,
+                   timeout_ms, out, [&](Deadline d) {
+                     return c->client->SendRows(name, row_ids, num_rows, values,
+                                                bytes,
+                                                static_cast<uint64_t>(step), d);
+                   });
+}
+
 int fabps_get_rows(fabps_pserver_client* c, const char* name,
                    const int64_t* row_ids, size_t num_rows, void* values,
                    size_t bytes, int64_t timeout_ms, fabps_pull** out) {

@@ -57,18 +57,20 @@ class MasterClient::Impl {
     return Status::OK();
   }
 
-  Result<bool> Next(std::string_view* record) {
+  // With `until`, waits for the next task at most until then (kNotYet).
+  Result<RecordState> Next(std::string_view* record, const Deadline* until) {
     if (!started_)
       return Status::FailedPrecondition("NextRecord before StartGetRecords");
     while (true) {
       if (cur_ != nullptr && SeekRecord()) {
         *record = cur_->chunks[chunk_idx_].record(rec_idx_++);
         if (!SeekRecord()) ReportFinished();  // that was the task's last record
-        return true;
+        return RecordState::kRecord;
       }
       cur_.reset();
       if (terminal_ != nullptr) {
-        if (terminal_->kind == Item::Kind::kPassEnd) return false;
+        if (terminal_->kind == Item::Kind::kPassEnd)
+          return RecordState::kPassEnd;
         return terminal_->error;
       }
       Item item;
@@ -77,7 +79,11 @@ class MasterClient::Impl {
         // The producer bounds its own waits; this is a backstop.
         auto limit = std::chrono::milliseconds(
             options_.wait_for_task_ms + 4 * options_.rpc_retry_ms + 60'000);
-        if (!cv_.wait_for(l, limit, [&] { return !queue_.empty(); })) {
+        auto ready = [&] { return !queue_.empty(); };
+        if (until != nullptr && until->time() < SteadyClock::now() + limit) {
+          if (!cv_.wait_until(l, until->time(), ready))
+            return RecordState::kNotYet;
+        } else if (!cv_.wait_for(l, limit, ready)) {
           return Status::TimedOut("no task from the master in time");
         }
         item = std::move(queue_.front());
@@ -304,7 +310,12 @@ Status MasterClient::StartGetRecords(int64_t pass) {
   return impl_->Start(pass);
 }
 Result<bool> MasterClient::NextRecord(std::string_view* record) {
-  return impl_->Next(record);
+  FABPS_ASSIGN_OR_RETURN(RecordState r, impl_->Next(record, nullptr));
+  return r == RecordState::kRecord;
+}
+Result<MasterClient::RecordState> MasterClient::TryNextRecord(
+    std::string_view* record, Deadline until) {
+  return impl_->Next(record, &until);
 }
 Result<bool> MasterClient::RequestSaveModel(int64_t block_ms) {
   return impl_->RequestSaveModel(block_ms);

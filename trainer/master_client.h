@@ -41,6 +41,7 @@
 #include <string_view>
 #include <vector>
 
+#include "base/deadline.h"
 #include "base/status.h"
 #include "trainer/trainer_id.h"
 
@@ -94,6 +95,14 @@ class MasterClient {
   // TimedOut (no task came in wait_for_task_ms), Unavailable (master gone
   // past rpc_retry_ms). After an error call StartGetRecords again.
   Result<bool> NextRecord(std::string_view* record);
+
+  // NextRecord that waits for a task only until `until`: kRecord (in
+  // *record), kPassEnd, or kNotYet when no record came by then (the master
+  // has no task now, or the next one is still being read); call it again
+  // later. For sync-mode trainers, which must keep stepping with the others
+  // while they wait for work (examples/ctr/README.md). Errors as NextRecord.
+  enum class RecordState { kRecord, kPassEnd, kNotYet };
+  Result<RecordState> TryNextRecord(std::string_view* record, Deadline until);
 
   // true when this trainer may save the model now (others are refused for
   // block_ms).

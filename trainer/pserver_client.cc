@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <cstring>
 #include <mutex>
+#include <optional>
 #include <utility>
 
 #include "base/log.h"
@@ -246,10 +247,11 @@ struct PServerClient::Impl {
     for (size_t i = 0; i < peers.size(); i++) {
       if (peers[i].reg.sync != with_step) {
         return Status::FailedPrecondition(
-            with_step ? "SendGrads with a step: pserver " + std::to_string(i) +
+            with_step ? "a push with a step: pserver " + std::to_string(i) +
                             " runs in async mode"
                       : std::string("the pservers run in sync mode "
-                                    "(--mode sync): SendGrads needs a step"));
+                                    "(--mode sync): SendGrads and SendRows "
+                                    "need a step"));
       }
     }
     return Status::OK();
@@ -393,18 +395,31 @@ struct PServerClient::Impl {
     return t;
   }
 
-  // Packs a rows header and the group's ids into the staging copy of
-  // `slot` and returns where its values go.
-  static char* PackHeader(char* at, pserver::wire::PushKind kind,
+  // Packs the header (kRowsStep: a step header and the count; else a rows
+  // header) and the group's ids into the staging copy of a slot and
+  // returns where its values go.
+  static char* PackHeader(char* at, pserver::wire::PushKind kind, uint64_t step,
                           const RowGroup& g) {
-    pserver::wire::RowsHeader h;
-    h.kind = static_cast<uint32_t>(kind);
-    h.block = g.block;
-    h.count = g.ids.size();
-    std::memcpy(at, &h, sizeof(h));
-    std::memcpy(at + pserver::wire::kRowsHeaderBytes, g.ids.data(),
-                g.ids.size() * 8);
-    return at + pserver::wire::RowsValuesOffset(g.ids.size());
+    namespace wire = pserver::wire;
+    const uint64_t count = g.ids.size();
+    size_t ids_at = wire::kRowsHeaderBytes;
+    if (kind == wire::PushKind::kRowsStep) {
+      wire::StepHeader h;
+      h.kind = static_cast<uint32_t>(kind);
+      h.block = g.block;
+      h.step = step;
+      std::memcpy(at, &h, sizeof(h));
+      std::memcpy(at + wire::kStepHeaderBytes, &count, sizeof(count));
+      ids_at = wire::kStepRowsIdsOffset;
+    } else {
+      wire::RowsHeader h;
+      h.kind = static_cast<uint32_t>(kind);
+      h.block = g.block;
+      h.count = count;
+      std::memcpy(at, &h, sizeof(h));
+    }
+    if (count > 0) std::memcpy(at + ids_at, g.ids.data(), count * 8);
+    return at + ids_at + count * 8;
   }
 
   template <typename T>
@@ -415,14 +430,16 @@ struct PServerClient::Impl {
   }
 
   // Writes `g` (header, ids, and for a push the summed rows of `values`)
-  // into a landing slot of its pserver.
+  // into a landing slot of its pserver; `step` only for kRowsStep.
   Status SendRowsGroup(const RowGroup& g, pserver::wire::PushKind kind,
-                       const RowsTarget& t, const char* values,
+                       uint64_t step, const RowsTarget& t, const char* values,
                        const std::shared_ptr<TransferHandle>& h,
                        Deadline deadline, uint32_t* slot_out) {
     const Peer& p = peers[g.pserver];
     const size_t need =
-        pserver::wire::RowsSlotBytes(g.ids.size(), 1, t.row_bytes);
+        kind == pserver::wire::PushKind::kRowsStep
+            ? pserver::wire::StepRowsSlotBytes(g.ids.size(), 1, t.row_bytes)
+            : pserver::wire::RowsSlotBytes(g.ids.size(), 1, t.row_bytes);
     if (need > p.reg.slot_bytes) {
       return Status::Corruption("pserver " + std::to_string(g.pserver) +
                                 "'s slots are too small for the rows of "
@@ -436,8 +453,8 @@ struct PServerClient::Impl {
                                           /*hold=*/read));
     const size_t off = size_t{slot} * p.reg.slot_bytes;
     char* at = static_cast<char*>(st->data) + off;
-    char* out = PackHeader(at, kind, g);
-    size_t len = pserver::wire::RowsValuesOffset(g.ids.size());
+    char* out = PackHeader(at, kind, step, g);
+    size_t len = static_cast<size_t>(out - at);
     if (!read) {
       // Rows of repeated ids add up in caller order.
       const bool f32 = layout->params()[t.param].dtype == DType::kFloat32;
@@ -463,22 +480,26 @@ struct PServerClient::Impl {
     return Status::OK();
   }
 
-  Result<std::shared_ptr<TransferHandle>> SendRows(const std::string& name,
-                                                   const int64_t* ids, size_t n,
-                                                   const void* values,
-                                                   size_t bytes,
-                                                   Deadline deadline) {
+  // A rows push; with a step (sync mode) every block of the parameter gets
+  // this trainer's share of the step, empty where no row falls in it.
+  Result<std::shared_ptr<TransferHandle>> SendRows(
+      const std::string& name, const int64_t* ids, size_t n, const void* values,
+      size_t bytes, std::optional<uint64_t> step, Deadline deadline) {
     FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_RETURN_IF_ERROR(CheckMode(step.has_value()));
     FABPS_ASSIGN_OR_RETURN(RowsTarget t,
                            CheckRows("SendRows", name, ids, n, values, bytes));
-    FABPS_ASSIGN_OR_RETURN(std::vector<RowGroup> groups,
-                           GroupRows(*layout, t.param, ids, n));
+    FABPS_ASSIGN_OR_RETURN(
+        std::vector<RowGroup> groups,
+        GroupRows(*layout, t.param, ids, n, /*every_block=*/step.has_value()));
+    const auto kind = step ? pserver::wire::PushKind::kRowsStep
+                           : pserver::wire::PushKind::kRows;
     auto handle = std::make_shared<TransferHandle>();
     for (const RowGroup& g : groups) {
       uint32_t slot = 0;
-      FABPS_RETURN_IF_ERROR(Note(SendRowsGroup(
-          g, pserver::wire::PushKind::kRows, t,
-          static_cast<const char*>(values), handle, deadline, &slot)));
+      FABPS_RETURN_IF_ERROR(Note(SendRowsGroup(g, kind, step.value_or(0), t,
+                                               static_cast<const char*>(values),
+                                               handle, deadline, &slot)));
     }
     return handle;
   }
@@ -568,7 +589,7 @@ struct PServerClient::Impl {
         std::fill(held.begin(), held.end(), 0);
       }
       uint32_t slot = 0;
-      Status s = SendRowsGroup(g, pserver::wire::PushKind::kRowsRead, t,
+      Status s = SendRowsGroup(g, pserver::wire::PushKind::kRowsRead, 0, t,
                                nullptr, handle, deadline, &slot);
       if (!s.ok()) {
         FinishRowsRead(*read, s, deadline);  // frees what is held already
@@ -756,7 +777,16 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendRows(
     const std::string& name, const int64_t* row_ids, size_t num_rows,
     const void* values, size_t bytes, Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
-  return impl_->SendRows(name, row_ids, num_rows, values, bytes, deadline);
+  return impl_->SendRows(name, row_ids, num_rows, values, bytes, std::nullopt,
+                         deadline);
+}
+
+Result<std::shared_ptr<PushHandle>> PServerClient::SendRows(
+    const std::string& name, const int64_t* row_ids, size_t num_rows,
+    const void* values, size_t bytes, uint64_t step, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->SendRows(name, row_ids, num_rows, values, bytes, step,
+                         deadline);
 }
 
 Result<std::shared_ptr<PullHandle>> PServerClient::GetRows(

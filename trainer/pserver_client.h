@@ -204,6 +204,19 @@ class PServerClient {
                                                size_t num_rows,
                                                const void* values, size_t bytes,
                                                Deadline deadline);
+  // Sync mode: pushes this trainer's row gradients of step `step` (what
+  // SendGrads with a step is for dense parameters; summing, refusals and
+  // Wait as there). Every block of the parameter gets this trainer's share
+  // of the step, an empty one (no rows) where none of `row_ids` falls: a
+  // block's step needs every trainer's share, and num_rows may be 0. Each
+  // block's pserver applies the rule once per step to the rows any trainer
+  // sent, summed over trainers (lazy: other rows and their state stay); a
+  // block no trainer touched in a step updates no row but still counts the
+  // step (Adam's t). FailedPrecondition on async pservers; the step-less
+  // SendRows is FailedPrecondition in sync mode. docs/sync.md.
+  Result<std::shared_ptr<PushHandle>> SendRows(
+      const std::string& name, const int64_t* row_ids, size_t num_rows,
+      const void* values, size_t bytes, uint64_t step, Deadline deadline);
   // Starts reading rows: values[k * R ..] receives row row_ids[k] (checks
   // as SendRows). Each block's pserver copies the rows out under the
   // block's lock (a consistent snapshot of each row with respect to

@@ -30,9 +30,12 @@ struct RowGroup {
 // Groups ids[0..n) of parameter `param` of `layout`. InvalidArgument naming
 // the parameter and the id when an id is negative or not below the row
 // count; nothing is grouped then. Groups come in ascending block order.
+// With `every_block`, each block of the parameter has a group, an empty one
+// when no id falls in it (a sync step needs every trainer's share of every
+// block, docs/sync.md); otherwise only blocks with ids have one.
 Result<std::vector<RowGroup>> GroupRows(const pserver::Layout& layout,
                                         uint32_t param, const int64_t* ids,
-                                        size_t n);
+                                        size_t n, bool every_block = false);
 
 }  // namespace fabps::trainer
 

@@ -30,6 +30,15 @@ using fashion_mnist::MetricsLog;
 // a constant and every row learns from its own gradients.
 constexpr float kEmbeddingInitScale = 0.01f;
 
+// Sync mode: a one-element float64 parameter that counts, over all
+// trainers, the steps in which a trainer was busy (SGD with learning rate 1
+// and a gradient of -1 when busy, 0 when not). A pass ends for every
+// trainer after the first step in which it did not move (trainer.h).
+constexpr const char* kBusyName = "sync.busy";
+// Sync mode: how long a trainer waits for the master's next record before
+// it steps with what it has (an empty batch while it waits for a task).
+constexpr int64_t kRecordWaitMs = 50;
+
 double Seconds(SteadyClock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
@@ -100,6 +109,12 @@ class CtrTrainer {
     po.block_elements = config_.block_elements;
     po.default_rule = config_.mlp_rule;
     po.rules[kEmbeddingName] = config_.emb_rule;
+    if (config_.sync()) {
+      trainer::UpdateRuleConfig count;
+      count.kind = trainer::RuleKind::kSgd;
+      count.learning_rate = 1.0;
+      po.rules[kBusyName] = count;
+    }
     po.rpc_timeout_ms = static_cast<int>(config_.timeout_ms);
     po.trainer_id = mo.trainer_id;
     FABPS_ASSIGN_OR_RETURN(ps_, trainer::PServerClient::Connect(po));
@@ -111,8 +126,17 @@ class CtrTrainer {
     for (auto& t : grads_.tensors)
       grad_buffers_.push_back(
           {t.name, t.values.data(), t.values.size() * sizeof(float)});
+    if (config_.sync()) {  // pulled and pushed with the MLP, after it
+      param_buffers_.push_back({kBusyName, &busy_, sizeof(busy_)});
+      grad_buffers_.push_back({kBusyName, &busy_grad_, sizeof(busy_grad_)});
+    }
     FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
     if (initializer) FABPS_RETURN_IF_ERROR(InitParams());
+    if (config_.sync()) {
+      FABPS_ASSIGN_OR_RETURN(step_,
+                             ps_->SyncStep(Deadline::InMs(config_.timeout_ms)));
+      FABPS_LOG(INFO) << "sync mode: starting at step " << step_;
+    }
     // Fixed buffers: GetRows reads into them by RMA (registered once).
     x_.resize(config_.batch, static_cast<Eigen::Index>(row_floats_));
     eval_x_.resize(config_.eval_batch, static_cast<Eigen::Index>(row_floats_));
@@ -141,6 +165,11 @@ class CtrTrainer {
       FABPS_RETURN_IF_ERROR(
           ps_->InitParam({t.name, trainer::DType::kFloat32, t.shape},
                          t.values.data(), param_buffers_[i].bytes));
+    }
+    if (config_.sync()) {
+      const double zero = 0;
+      FABPS_RETURN_IF_ERROR(ps_->InitParam(
+          {kBusyName, trainer::DType::kFloat64, {1}}, &zero, sizeof(zero)));
     }
     return ps_->FinishInitParams();
   }
@@ -179,22 +208,19 @@ class CtrTrainer {
     ResetInterval();
     FABPS_RETURN_IF_ERROR(master_->StartGetRecords(pass));
     batch_ = Impressions();
-    std::string_view record;
-    for (;;) {
-      FABPS_ASSIGN_OR_RETURN(bool more, master_->NextRecord(&record));
-      if (!more) break;
-      if (!AddRecord(record, config_.fields, config_.table_rows, &batch_)) {
-        if (pass_bad_++ == 0) {
-          FABPS_LOG(WARNING) << "skipping a malformed record of "
-                             << record.size() << " bytes (further ones are "
-                             << "only counted)";
-        }
-        continue;
+    if (config_.sync()) {
+      FABPS_RETURN_IF_ERROR(TrainPassInSteps());
+    } else {
+      std::string_view record;
+      for (;;) {
+        FABPS_ASSIGN_OR_RETURN(bool more, master_->NextRecord(&record));
+        if (!more) break;
+        if (AddOrSkip(record) &&
+            static_cast<int>(batch_.labels.size()) == config_.batch)
+          FABPS_RETURN_IF_ERROR(TrainBatch());
       }
-      if (static_cast<int>(batch_.labels.size()) == config_.batch)
-        FABPS_RETURN_IF_ERROR(TrainBatch());
+      if (!batch_.labels.empty()) FABPS_RETURN_IF_ERROR(TrainBatch());
     }
-    if (!batch_.labels.empty()) FABPS_RETURN_IF_ERROR(TrainBatch());
     MaybeReportProgress(/*force=*/interval_samples_ > 0);
 
     JsonLine line;
@@ -204,6 +230,9 @@ class CtrTrainer {
         .Add("samples", pass_samples_)
         .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
         .Add("bad_records", pass_bad_);
+    if (config_.sync())
+      line.Add("step", static_cast<int64_t>(step_))
+          .Add("lost_steps", lost_steps_);
     if (evaluator_) {
       // The client reconnects if a pserver restarted meanwhile.
       Status s = Evaluate(&line);
@@ -220,6 +249,147 @@ class CtrTrainer {
         .Add("elapsed_seconds", Seconds(now - start_));
     metrics_->Write(line);
     return Status::OK();
+  }
+
+  // Adds `record` to batch_; false (counted, the first one logged) when it
+  // is malformed.
+  bool AddOrSkip(std::string_view record) {
+    if (AddRecord(record, config_.fields, config_.table_rows, &batch_))
+      return true;
+    if (pass_bad_++ == 0) {
+      FABPS_LOG(WARNING) << "skipping a malformed record of " << record.size()
+                         << " bytes (further ones are only counted)";
+    }
+    return false;
+  }
+
+  // Sync mode: one step per iteration with every other trainer, until the
+  // first step in which no trainer was busy (had records, or had not seen
+  // its pass end yet), which every trainer sees in the same pull of the
+  // busy counter. A lost step (a pserver restarting, a step refused as
+  // stale because the step deadline applied it without us) takes the step
+  // number from the pservers again.
+  Status TrainPassInSteps() {
+    bool reached_end = false;
+    double last_busy = NAN;  // the counter before the previous step
+    for (;;) {
+      batch_ = Impressions();
+      if (!reached_end) {
+        FABPS_ASSIGN_OR_RETURN(reached_end, FillBatch());
+      }
+      const bool busy = !reached_end || !batch_.labels.empty();
+      bool pass_over = false;
+      Status s = TrySyncStep(busy, &last_busy, &pass_over);
+      if (s.ok()) {
+        failed_in_a_row_ = 0;
+        if (pass_over) return s;
+        continue;
+      }
+      const auto c = s.code();
+      bool recoverable =
+          c == Status::Code::kUnavailable || c == Status::Code::kTimedOut ||
+          c == Status::Code::kCancelled || c == Status::Code::kIOError ||
+          c == Status::Code::kFailedPrecondition ||
+          c == Status::Code::kAlreadyExists;
+      if (!recoverable || ++failed_in_a_row_ > kMaxFailedStepsInARow) return s;
+      lost_steps_++;
+      last_busy = NAN;
+      auto step = ps_->SyncStep(Deadline::InMs(config_.timeout_ms));
+      FABPS_LOG(WARNING) << "step " << step_ << " lost (" << s.ToString()
+                         << "); going on at step "
+                         << (step.ok() ? std::to_string(*step) : "?");
+      if (step.ok()) {
+        step_ = *step;
+      } else {
+        std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      }
+    }
+  }
+
+  // Sync mode: fills batch_ with what the master has now, waiting at most
+  // kRecordWaitMs for each record; true once the pass has no more records.
+  Result<bool> FillBatch() {
+    std::string_view record;
+    using State = trainer::MasterClient::RecordState;
+    while (static_cast<int>(batch_.labels.size()) < config_.batch) {
+      FABPS_ASSIGN_OR_RETURN(
+          State state,
+          master_->TryNextRecord(&record, Deadline::InMs(kRecordWaitMs)));
+      if (state == State::kPassEnd) return true;
+      if (state == State::kNotYet) return false;
+      AddOrSkip(record);
+    }
+    return false;
+  }
+
+  // Sync mode: pulls (the batch's rows, the MLP and the busy counter: the
+  // model after the previous step), ends the pass when the counter did not
+  // move in the previous step, else pushes this trainer's share of step
+  // step_ (empty when it has no batch) and waits until it is applied.
+  Status TrySyncStep(bool busy, double* last_busy, bool* pass_over) {
+    const size_t b = batch_.labels.size();
+    const size_t count = b * config_.fields;
+    const size_t bytes = count * kEmbeddingDim * sizeof(float);
+    auto deadline = Deadline::InMs(config_.timeout_ms);
+    std::shared_ptr<trainer::PullHandle> rows_pull;
+    if (b > 0) {
+      FABPS_ASSIGN_OR_RETURN(
+          rows_pull, ps_->GetRows(kEmbeddingName, batch_.rows.data(), count,
+                                  x_.data(), bytes, deadline));
+    }
+    FABPS_ASSIGN_OR_RETURN(auto mlp_pull,
+                           ps_->GetParamsAsync(param_buffers_, deadline));
+    if (rows_pull) {
+      FABPS_RETURN_IF_ERROR(
+          ps_->Wait(rows_pull, deadline).WithContext("pulling rows"));
+    }
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(mlp_pull, deadline).WithContext("pulling the MLP"));
+    if (!std::isnan(*last_busy) && busy_ == *last_busy) {
+      *pass_over = true;  // nobody was busy in the previous step
+      return Status::OK();
+    }
+    *last_busy = busy_;
+    float loss = 0;
+    if (b > 0) {
+      loss = Gradients(b);
+    } else {
+      for (auto& t : grads_.tensors)
+        std::fill(t.values.begin(), t.values.end(), 0.0f);
+    }
+    busy_grad_ = busy ? -1.0 : 0.0;  // SGD with lr 1: the counter goes up
+    auto step_deadline = Deadline::InMs(config_.step_wait_ms);
+    FABPS_ASSIGN_OR_RETURN(
+        auto rows_push, ps_->SendRows(kEmbeddingName, batch_.rows.data(), count,
+                                      dx_.data(), bytes, step_, step_deadline));
+    FABPS_ASSIGN_OR_RETURN(auto mlp_push,
+                           ps_->SendGrads(grad_buffers_, step_, step_deadline));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(rows_push, step_deadline).WithContext("pushing rows"));
+    FABPS_RETURN_IF_ERROR(
+        ps_->Wait(mlp_push, step_deadline).WithContext("pushing the MLP"));
+    step_++;
+    if (b > 0) Account(b, loss);
+    return Status::OK();
+  }
+
+  // The MLP's loss on the batch (its rows in x_) and the gradients of the
+  // MLP (grads_) and of its input (dx_).
+  float Gradients(size_t b) {
+    if (b == static_cast<size_t>(x_.rows()))
+      return mlp_.LossAndGradients(params_, x_, batch_.labels, &grads_, &dx_);
+    // The pass's last, smaller batch.
+    Matrix part = x_.topRows(static_cast<Eigen::Index>(b));
+    return mlp_.LossAndGradients(params_, part, batch_.labels, &grads_, &dx_);
+  }
+
+  void Account(size_t b, float loss) {
+    auto n = static_cast<int64_t>(b);
+    pass_samples_ += n;
+    pass_loss_sum_ += static_cast<double>(loss) * n;
+    interval_samples_ += n;
+    interval_loss_sum_ += static_cast<double>(loss) * n;
+    MaybeReportProgress(/*force=*/false);
   }
 
   // The test AUC and mean logistic loss of the current model, added to
@@ -298,13 +468,7 @@ class CtrTrainer {
         ps_->Wait(rows_pull, deadline).WithContext("pulling rows"));
     FABPS_RETURN_IF_ERROR(
         ps_->Wait(mlp_pull, deadline).WithContext("pulling the MLP"));
-    float loss;
-    if (b == static_cast<size_t>(x_.rows())) {
-      loss = mlp_.LossAndGradients(params_, x_, batch_.labels, &grads_, &dx_);
-    } else {  // the pass's last, smaller batch
-      Matrix part = x_.topRows(static_cast<Eigen::Index>(b));
-      loss = mlp_.LossAndGradients(params_, part, batch_.labels, &grads_, &dx_);
-    }
+    const float loss = Gradients(b);
     // SendRows copies dx_ before it returns; the client sums repeated rows.
     FABPS_ASSIGN_OR_RETURN(
         auto rows_push, ps_->SendRows(kEmbeddingName, batch_.rows.data(), count,
@@ -315,12 +479,7 @@ class CtrTrainer {
         ps_->Wait(rows_push, deadline).WithContext("pushing rows"));
     FABPS_RETURN_IF_ERROR(
         ps_->Wait(mlp_push, deadline).WithContext("pushing the MLP"));
-    auto n = static_cast<int64_t>(b);
-    pass_samples_ += n;
-    pass_loss_sum_ += static_cast<double>(loss) * n;
-    interval_samples_ += n;
-    interval_loss_sum_ += static_cast<double>(loss) * n;
-    MaybeReportProgress(/*force=*/false);
+    Account(b, loss);
     return Status::OK();
   }
 
@@ -360,6 +519,11 @@ class CtrTrainer {
   Impressions batch_;
   Matrix x_, eval_x_, dx_;
   int failed_in_a_row_ = 0;
+  // Sync mode: the next step to push, the busy counter as pulled and this
+  // trainer's gradient of it, steps lost and taken up again.
+  uint64_t step_ = 0;
+  double busy_ = 0, busy_grad_ = 0;
+  int64_t lost_steps_ = 0;
 
   SteadyClock::time_point start_;
   int64_t pass_ = 0;

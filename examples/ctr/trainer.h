@@ -1,5 +1,6 @@
-// The CTR example trainer (fabps-ctr-trainer): asynchronous SGD of the
-// model of ctr_model.h over records read from the master.
+// The CTR example trainer (fabps-ctr-trainer): asynchronous (or, with
+// --mode sync, synchronous) SGD of the model of ctr_model.h over records
+// read from the master.
 //
 // Each step: GetRows of the batch's B*F embedding rows (straight into the
 // MLP's input matrix) and a dense pull of the MLP, in parallel; the loss
@@ -7,6 +8,12 @@
 // the rows of repeated features) and SendGrads of the MLP, in parallel.
 // The initializer (the init election of PServerClient) creates the table
 // "emb" [table_rows, 16] with small random values and the MLP.
+//
+// Sync mode: each step is pushed with its number (SendRows / SendGrads
+// with a step) and pulled after it is applied; a trainer without records
+// keeps pushing empty shares, and all trainers end a pass after the first
+// step in which none was busy, seen in the counter parameter "sync.busy"
+// (README.md, "Sync mode").
 //
 // Output: JSON lines (examples/fashion_mnist/metrics_log.h) on stdout and
 // in --metrics-file: "progress" lines (samples_per_sec, loss) and one

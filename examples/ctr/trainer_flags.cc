@@ -97,6 +97,15 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
   app.add_option("--timeout-ms", c->timeout_ms,
                  "deadline of each pserver call, ms")
       ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
+  app.add_option("--mode", c->mode,
+                 "async (every push applied as it comes) or sync (the "
+                 "pservers run --mode sync: steps of all trainers summed; "
+                 "examples/ctr/README.md)")
+      ->check(CLI::IsMember({"async", "sync"}));
+  app.add_option("--step-wait-ms", c->step_wait_ms,
+                 "with --mode sync: how long a step may wait for the other "
+                 "trainers, ms")
+      ->check(CLI::Range(int64_t{100}, int64_t{3'600'000}));
   int rc = ParseFlags(app, argc, argv);
   if (rc >= 0) return rc;
 

@@ -39,6 +39,14 @@ struct CtrTrainerConfig {
   double progress_seconds = 1.0;
   int eval_batch = 4096;
   int64_t timeout_ms = 60'000;
+  // "async" or "sync": the pservers' --mode (sync: every step is pushed
+  // with its number and the trainers step together, see trainer.h).
+  std::string mode = "async";
+  // Sync mode: how long a step's push may wait for the other trainers'
+  // (a slow trainer, the evaluation at a pass end, a dead trainer until
+  // the pservers' --step-deadline-ms).
+  int64_t step_wait_ms = 120'000;
+  bool sync() const { return mode == "sync"; }
 };
 
 // Parses and validates argv into *config. Returns -1 when the trainer should

@@ -231,7 +231,8 @@ void DataPlane::OnImmediate(uint64_t data) {
   const bool sync = shard->options().mode == ApplyMode::kSync;
   if (imm->kind != wire::PushKind::kDense || sync) {
     if (imm->kind == wire::PushKind::kRowsRead ||
-        (imm->kind == wire::PushKind::kRows && !sync)) {
+        (imm->kind == wire::PushKind::kRows && !sync) ||
+        (imm->kind == wire::PushKind::kRowsStep && sync)) {
       return OnRows(t, *imm, *shard, slot_data);
     }
     if (imm->kind == wire::PushKind::kDenseStep && sync)
@@ -239,7 +240,7 @@ void DataPlane::OnImmediate(uint64_t data) {
     t->busy[imm->slot] = false;
     Reject(std::string("push of trainer ") + std::to_string(t->id) + ": " +
            (sync ? "this pserver runs in sync mode: pushes must name their "
-                   "step (SendGrads with a step)"
+                   "step (SendGrads or SendRows with a step)"
                  : "a push with a step, but this pserver runs in async mode"));
     return SendCredit(t, imm->slot, imm->block,
                       Status::Code::kFailedPrecondition);
@@ -283,8 +284,9 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
   const BlockInfo& info = shard.layout().blocks()[imm.block];
   const ParamSpec& param = shard.layout().params()[info.param];
   const size_t esize = DTypeSize(param.dtype);
-  const char* what =
-      imm.kind == wire::PushKind::kRows ? "rows push" : "rows read";
+  const char* what = imm.kind == wire::PushKind::kRows       ? "rows push"
+                     : imm.kind == wire::PushKind::kRowsStep ? "sync rows push"
+                                                             : "rows read";
   auto refuse = [&](const Status& why) {
     t->busy[imm.slot] = false;
     Reject(std::string(what) + " of trainer " + std::to_string(t->id) + ": " +
@@ -295,6 +297,22 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
     return refuse(Status::InvalidArgument(
         "parameter '" + param.name + "' has rank " +
         std::to_string(param.shape.size()) + ": rows need rank >= 2"));
+  }
+  if (imm.kind == wire::PushKind::kRowsStep) {
+    auto r = ParseStepRowsHeader(slot_data, slot_bytes_, info, esize);
+    if (!r.ok()) return refuse(r.status());
+    GradientRef g;
+    g.block = imm.block;
+    g.step = r->step;
+    g.trainer = t->index;
+    if (r->count == 0) {
+      g.format = GradientFormat::kEmpty;  // touched nothing of the block
+    } else {
+      g.format = GradientFormat::kSparseRows;
+      g.data = slot_data + wire::kStepHeaderBytes;  // count, ids, values
+      g.bytes = SparseRowsBytes(r->count, info.row_elements, esize);
+    }
+    return Apply(t, imm.slot, shard, g);
   }
   auto h = ParseRowsHeader(slot_data, slot_bytes_, imm.kind, info, esize);
   if (!h.ok()) return refuse(h.status());

@@ -18,14 +18,17 @@
 //
 // Sync mode (the shard's ApplyMode::kSync, docs/sync.md): a push is a word
 // of kind kDenseStep naming a slot that holds a StepHeader (the step) and
-// the dense block; the data plane gives the shard the step and the
+// the dense block, or of kind kRowsStep naming a StepHeader and sparse rows
+// (0 rows: the trainer's empty share of the step, GradientFormat::kEmpty);
+// the data plane gives the shard the step and the
 // trainer's index as its sync contributor, so a sync pserver serves at most
 // num_trainers trainers. The credit of such a push is held back until the
 // block's step has been applied (OnStepApplied), so a push's completion
 // still means "applied, visible to pulls". A watcher thread applies every
 // step that waited longer than step_deadline_ms with the gradients that
 // arrived (Shard::ForceOverdueSteps), logs it and counts it. Words of kind
-// kDense and kRows are refused in sync mode, kDenseStep in async mode.
+// kDense and kRows are refused in sync mode, kDenseStep and kRowsStep in
+// async mode; rows reads (kRowsRead) are served in both.
 //
 // Validation: immediate data, trainer index, slot, block ownership and the
 // block's size all come from a peer; anything wrong is counted, logged
@@ -122,8 +125,8 @@ class DataPlane {
   // Queues `g` (in trainer `t`'s `slot`) on the shard; credits when done.
   void Apply(const std::shared_ptr<Trainer>& t, uint32_t slot, Shard& shard,
              const GradientRef& g);
-  // A kRows or kRowsRead word whose trainer, slot and block were checked
-  // and whose slot is marked busy.
+  // A kRows, kRowsStep or kRowsRead word whose trainer, slot and block were
+  // checked and whose slot is marked busy.
   void OnRows(const std::shared_ptr<Trainer>& t, const wire::PushImm& imm,
               Shard& shard, char* slot_data);
   // A kDenseStep word: checks the header and applies the block for its step.

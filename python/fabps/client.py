@@ -248,7 +248,7 @@ class PServerClient:
 
     # --- rows of a table (a parameter of rank >= 2) -------------------------
 
-    def _rows(self, name, ids, values, timeout, pull):
+    def _rows(self, name, ids, values, timeout, pull, step=None):
         if not isinstance(name, str):
             raise InvalidArgument(f"parameter name {name!r} is not a str")
         if isinstance(ids, (list, tuple, range)):
@@ -263,9 +263,9 @@ class PServerClient:
         timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
         return Handle(self._c.start_rows(
             name, id_arr, val_arr, (ids, values, id_arr, val_arr), transient,
-            timeout, pull))
+            timeout, pull, step))
 
-    def send_rows(self, name, ids, values, timeout=None):
+    def send_rows(self, name, ids, values, timeout=None, step=None):
         """Starts pushing row gradients of table `name` (a parameter of
         shape [rows, d1, ...]); returns a Handle (wait() = applied).
 
@@ -276,8 +276,14 @@ class PServerClient:
         no other row is touched. `values` is copied before this returns.
         Bad dtypes or sizes: fabps.InvalidArgument naming the parameter; an
         id outside [0, rows): fabps.InvalidArgument, nothing sent.
+
+        Sync mode (pservers started with --mode sync, docs/sync.md): `step`
+        is required, as for push(): the pservers sum the rows of all
+        trainers for that step and apply them once; every block of the
+        table gets this trainer's share (an empty one where no id falls, so
+        `ids` may be empty); wait() returns when the step is applied.
         """
-        return self._rows(name, ids, values, timeout, False)
+        return self._rows(name, ids, values, timeout, False, step)
 
     def get_rows_async(self, name, ids, out, timeout=None):
         """Starts reading rows `ids` of table `name` into `out` (in place,

@@ -110,23 +110,31 @@ class Client : public std::enable_shared_from_this<Client> {
         std::move(keep), std::move(transient));
   }
 
-  // A rows push (SendRows) or pull (GetRows) of `name`.
+  // A rows push (SendRows, with `step` in sync mode) or pull (GetRows) of
+  // `name`.
   std::shared_ptr<Transfer> StartRows(const std::string& name,
                                       const py::array& ids,
                                       const py::array& values, py::object keep,
                                       std::vector<Range> transient,
-                                      double timeout, bool pull) {
+                                      double timeout, bool pull,
+                                      std::optional<int64_t> step) {
     CheckOpen();
     Prune();
+    if (step && (pull || *step < 0))
+      ThrowStatus(Status::InvalidArgument(pull ? "a pull takes no step"
+                                               : "step must be >= 0"));
     Deadline deadline = DeadlineIn(timeout, pull ? "get_rows" : "send_rows");
     EnsureShapes(deadline);
     RowsBuffer b = CheckRows(name, ids, values, shapes_, pull);
     return StartWith(
-        [b, deadline, pull](PServerClient* c) {
+        [b, deadline, pull, step](PServerClient* c) {
           return pull ? c->GetRows(b.name, b.ids, b.num_rows, b.values, b.bytes,
                                    deadline)
-                      : c->SendRows(b.name, b.ids, b.num_rows, b.values,
-                                    b.bytes, deadline);
+                 : step
+                     ? c->SendRows(b.name, b.ids, b.num_rows, b.values, b.bytes,
+                                   static_cast<uint64_t>(*step), deadline)
+                     : c->SendRows(b.name, b.ids, b.num_rows, b.values, b.bytes,
+                                   deadline);
         },
         std::move(keep), std::move(transient));
   }
@@ -446,14 +454,16 @@ void DefinePServerClient(py::module_& m) {
           "start_rows",
           [](Client& c, const std::string& name, const py::array& ids,
              const py::array& values, py::object keep,
-             std::vector<Range> transient, double timeout, bool pull) {
+             std::vector<Range> transient, double timeout, bool pull,
+             std::optional<int64_t> step) {
             auto t = c.StartRows(name, ids, values, std::move(keep),
-                                 std::move(transient), timeout, pull);
+                                 std::move(transient), timeout, pull, step);
             return std::make_shared<Handle>(
                 Handle{c.shared_from_this(), std::move(t)});
           },
           py::arg("name"), py::arg("ids"), py::arg("values"), py::arg("keep"),
-          py::arg("transient"), py::arg("timeout"), py::arg("pull"))
+          py::arg("transient"), py::arg("timeout"), py::arg("pull"),
+          py::arg("step") = py::none())
       .def("save_model", &Client::SaveModel, py::arg("dir"), py::arg("timeout"))
       .def("forget", &Client::Forget, py::arg("ptr"), py::arg("bytes"))
       .def("registration_stats", &Client::RegistrationStats)

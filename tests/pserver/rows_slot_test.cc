@@ -15,7 +15,7 @@ using wire::PushKind;
 
 TEST(PushWord, KindsRoundTripAndOtherTagsAreRefused) {
   for (PushKind k : {PushKind::kDense, PushKind::kRows, PushKind::kRowsRead,
-                     PushKind::kDenseStep}) {
+                     PushKind::kDenseStep, PushKind::kRowsStep}) {
     auto d = wire::DecodePush(wire::EncodePush({3, 7, 12345, k}));
     ASSERT_TRUE(d.ok());
     EXPECT_EQ(d->kind, k);
@@ -23,7 +23,7 @@ TEST(PushWord, KindsRoundTripAndOtherTagsAreRefused) {
     EXPECT_EQ(d->slot, 7u);
     EXPECT_EQ(d->block, 12345u);
   }
-  for (uint64_t tag : {0x00, 0xA4, 0xA9, 0xFF})
+  for (uint64_t tag : {0x00, 0xA4, 0xAA, 0xFF})
     EXPECT_FALSE(wire::DecodePush(tag << 56).ok()) << tag;
 }
 
@@ -64,6 +64,43 @@ TEST_F(RowsSlotTest, HeaderMustAgreeWithTheWordAndFitTheSlot) {
   Status s = Parse(rows, 1, 5).status();
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("block 1"), std::string::npos) << s.ToString();
+}
+
+// A sync step's rows (0xA9): the step header must agree with the word,
+// 0 rows is valid (an empty share of the step), more than fit is refused.
+TEST_F(RowsSlotTest, StepRowsHeaderMustAgreeWithTheWordAndFitTheSlot) {
+  // A sync pserver's slot: the step header on top of every row once.
+  const size_t bytes =
+      RowsSlotBytesForBlock(block_, 4) + wire::kStepHeaderBytes;
+  std::vector<uint64_t> slot(bytes / 8 + 1, 0);
+  auto parse = [&](uint32_t kind, uint32_t block, uint64_t step,
+                   uint64_t count) {
+    wire::StepHeader h{kind, block, step};
+    std::memcpy(slot.data(), &h, sizeof(h));
+    std::memcpy(slot.data() + 2, &count, 8);
+    return ParseStepRowsHeader(slot.data(), bytes, block_, 4);
+  };
+  const uint32_t step_rows = static_cast<uint32_t>(PushKind::kRowsStep);
+  auto ok = parse(step_rows, 1, 77, 0);
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->step, 77u);
+  EXPECT_EQ(ok->count, 0u);
+  ok = parse(step_rows, 1, 5, 4);  // every row of the block once
+  ASSERT_TRUE(ok.ok()) << ok.status().ToString();
+  EXPECT_EQ(ok->count, 4u);
+  const uint32_t dense_step = static_cast<uint32_t>(PushKind::kDenseStep);
+  EXPECT_EQ(parse(dense_step, 1, 5, 1).status().code(),
+            Status::Code::kCorruption);  // kind lies
+  EXPECT_EQ(parse(step_rows, 2, 5, 1).status().code(),
+            Status::Code::kCorruption);  // block lies
+  for (uint64_t count : {uint64_t{5}, ~uint64_t{0}, uint64_t{1} << 61}) {
+    Status s = parse(step_rows, 1, 5, count).status();
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << count;
+    EXPECT_NE(s.message().find("block 1"), std::string::npos) << s.ToString();
+  }
+  EXPECT_FALSE(
+      ParseStepRowsHeader(slot.data(), wire::kStepRowsIdsOffset - 1, block_, 4)
+          .ok());
 }
 
 TEST_F(RowsSlotTest, GatherCopiesRowsAndRefusesOthers) {

@@ -213,6 +213,58 @@ TEST(SyncMode, SparseStepsUpdateTouchedRowsAndMixedStepsApplyDensely) {
   EXPECT_EQ(shard->UpdateCount(0).value(), 3u);
 }
 
+// An empty share (a trainer touched no row of the block in the step)
+// counts as its gradient and adds nothing, also before a dense one; a step
+// of empty shares only is still a step. Async shards refuse it.
+TEST(SyncMode, EmptySharesCompleteAStepAndAddNothing) {
+  auto shard = OneParamShard(DType::kFloat32, {8, 2}, SyncOptions(2));
+  ASSERT_NE(shard, nullptr);
+  const GradientRef empty0{0, 0, 0, GradientFormat::kEmpty, nullptr, 0};
+  std::vector<float> rows{1, 2};
+  AlignedBytes a(EncodeSparseRows({5}, rows.data(), 2, 4));
+  ASSERT_TRUE(shard->Apply(empty0, Soon()).ok());
+  EXPECT_EQ(shard->UpdateCount(0).value(), 0u);
+  ASSERT_TRUE(
+      shard
+          ->Apply({0, 0, 1, GradientFormat::kSparseRows, a.data(), a.size()},
+                  Soon())
+          .ok());
+  std::vector<double> want(16, 0.0);
+  want[10] = -1;
+  want[11] = -2;
+  EXPECT_EQ(ValuesOf(*shard, 0), want);
+  EXPECT_EQ(shard->UpdateCount(0).value(), 1u);
+  // Step 1: an empty share, then a dense one: the sum is the dense one.
+  std::vector<float> dense(16, 1.0f);
+  ASSERT_TRUE(
+      shard->Apply({0, 1, 1, GradientFormat::kEmpty, nullptr, 0}, Soon()).ok());
+  ASSERT_TRUE(
+      shard->Apply({0, 1, 0, GradientFormat::kDense, dense.data(), 64}, Soon())
+          .ok());
+  for (double& x : want) x -= 1;
+  EXPECT_EQ(ValuesOf(*shard, 0), want);
+  // Step 2: nobody touched the block.
+  for (uint32_t t = 0; t < 2; ++t) {
+    ASSERT_TRUE(
+        shard->Apply({0, 2, t, GradientFormat::kEmpty, nullptr, 0}, Soon())
+            .ok());
+  }
+  EXPECT_EQ(ValuesOf(*shard, 0), want);
+  EXPECT_EQ(shard->UpdateCount(0).value(), 3u);
+  // A second share of one trainer for one step is still refused.
+  ASSERT_TRUE(
+      shard->Apply({0, 3, 0, GradientFormat::kEmpty, nullptr, 0}, Soon()).ok());
+  EXPECT_EQ(shard->Apply({0, 3, 0, GradientFormat::kEmpty, nullptr, 0}, Soon())
+                .code(),
+            Status::Code::kAlreadyExists);
+
+  ShardOptions async;
+  auto plain = OneParamShard(DType::kFloat32, {8, 2}, async);
+  ASSERT_NE(plain, nullptr);
+  EXPECT_EQ(plain->Apply(empty0, Soon()).code(),
+            Status::Code::kInvalidArgument);
+}
+
 TEST(SyncMode, RestoreOpensItsStepForParkedGradients) {
   auto shard = OneParamShard(DType::kFloat64, {4}, SyncOptions(2));
   ASSERT_NE(shard, nullptr);

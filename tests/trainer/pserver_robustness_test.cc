@@ -14,6 +14,7 @@
 
 #include "pserver/wire.h"
 #include "tests/trainer/pserver_cluster.h"
+#include "tests/trainer/raw_trainer.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/pserver/PServer.h"
 #include "trainer/pserver_client.h"
@@ -23,6 +24,7 @@ namespace fabps::trainer {
 namespace {
 
 using testing::PServerCluster;
+using testing::RawTrainer;
 namespace ps = rpc::pserver;
 
 constexpr uint64_t kBlock = 1024;
@@ -167,70 +169,6 @@ TEST(PServerRobustness, MalformedControlFramesDoNotHurtTheServer) {
       << testing::ReadFileOrEmpty(cluster.log(0));
   CheckServesExactly(c.get());
 }
-
-// A hand-made trainer: registers over Thrift, then writes into its landing
-// slots through the transport directly, with whatever immediate data and
-// bytes a test forges.
-struct RawTrainer {
-  std::unique_ptr<transport::Fabric> fabric;
-  std::unique_ptr<transport::Endpoint> ep;
-  std::vector<char> credit, buf;
-  std::unique_ptr<transport::MemoryRegion> credit_mr, buf_mr;
-  std::unique_ptr<rpc::RpcConnection<ps::PServerClient>> conn;
-  ps::Registration reg;
-  transport::PeerId peer = 0;
-  transport::RemoteRegion landing;
-
-  void Register(const PServerCluster& cluster, size_t buf_bytes) {
-    transport::FabricOptions fo;
-    fo.provider = "tcp;ofi_rxm";
-    fo.interface_address = "127.0.0.1";
-    auto f = transport::OpenFabric(fo);
-    ASSERT_TRUE(f.ok());
-    fabric = std::move(*f);
-    auto e = fabric->CreateEndpoint(transport::ProgressMode::kThread);
-    ASSERT_TRUE(e.ok());
-    ep = std::move(*e);
-    credit.assign(64, 0);
-    buf.assign(buf_bytes, 0);
-    auto cm = fabric->Register(credit.data(), credit.size());
-    auto bm = fabric->Register(buf.data(), buf.size());
-    ASSERT_TRUE(cm.ok() && bm.ok());
-    credit_mr = std::move(*cm);
-    buf_mr = std::move(*bm);
-    rpc::RpcClientOptions ro;
-    ASSERT_TRUE(rpc::ParseHostPort(cluster.addresses()[0], &ro).ok());
-    conn = std::make_unique<rpc::RpcConnection<ps::PServerClient>>(ro);
-    ps::TrainerHello hello;
-    hello.trainer_id = 777;
-    hello.fabric_address = ep->address();
-    hello.credit_region = credit_mr->remote().Serialize();
-    hello.provider = "tcp;ofi_rxm";
-    ASSERT_TRUE(
-        conn->Call("RegisterTrainer",
-                   [&](ps::PServerClient& c) { c.RegisterTrainer(reg, hello); })
-            .ok());
-    auto p = ep->AddPeer(reg.fabric_address);
-    auto l = transport::RemoteRegion::Parse(reg.landing_region);
-    ASSERT_TRUE(p.ok() && l.ok());
-    peer = *p;
-    landing = *l;
-  }
-  // Writes buf[0, bytes) into slot 0 with immediate data `imm`.
-  void Write(uint64_t imm, size_t bytes) {
-    auto w = ep->Write(peer, *buf_mr, 0, bytes, landing, 0, imm,
-                       Deadline::InMs(kMs));
-    ASSERT_TRUE(w.ok());
-    ASSERT_TRUE(w->Wait(Deadline::InMs(kMs)).ok());
-  }
-  ps::PsStatus Status() {
-    ps::PsStatus st;
-    EXPECT_TRUE(
-        conn->Call("GetStatus", [&](ps::PServerClient& c) { c.GetStatus(st); })
-            .ok());
-    return st;
-  }
-};
 
 TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   PServerCluster cluster("tcp;ofi_rxm", 1);

@@ -14,6 +14,7 @@
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
 #include "tests/trainer/pserver_cluster.h"
+#include "tests/trainer/reference_shard.h"
 #include "tests/transport/provider_params.h"
 #include "trainer/pserver_client.h"
 #include "transport/fabric.h"
@@ -123,59 +124,16 @@ std::vector<float> StepGrads(int step, size_t n, float scale) {
 class Reference {
  public:
   Reference(RuleKind rule, double lr) {
-    auto layout = pserver::Layout::Build(Specs(), kBlock, 1);
-    EXPECT_TRUE(layout.ok());
-    pserver::ShardOptions o;
-    o.default_rule.kind = rule;
-    o.default_rule.learning_rate = lr;
-    o.num_threads = 1;
-    auto s = pserver::Shard::Create(*layout, o);
-    EXPECT_TRUE(s.ok()) << s.status().ToString();
-    shard_ = std::move(*s);
-    auto table = InitialTable();
-    for (const auto& b : shard_->layout().blocks()) {
-      if (b.param != 1) continue;
-      EXPECT_TRUE(shard_
-                      ->InitBlock(b.id, table.data() + b.first_element,
-                                  b.num_elements * 4)
-                      .ok());
-    }
+    UpdateRuleConfig r;
+    r.kind = rule;
+    r.learning_rate = lr;
+    shard_ = testing::NewReferenceShard(
+        Specs(), kBlock, r, {std::vector<float>(10, 1.0f), InitialTable()});
   }
   void Apply(const std::vector<int64_t>& ids, const std::vector<float>& g) {
-    std::map<uint32_t, std::pair<std::vector<uint64_t>, std::vector<float>>>
-        by_block;
-    const uint32_t first = shard_->layout().FirstBlockOf(1);
-    const uint64_t per = shard_->layout().blocks()[first].num_rows;
-    for (size_t i = 0; i < ids.size(); i++) {
-      auto& [bid, bg] = by_block[first + static_cast<uint32_t>(ids[i] / per)];
-      bid.push_back(static_cast<uint64_t>(ids[i]));
-      bg.insert(bg.end(), g.begin() + i * kDim, g.begin() + (i + 1) * kDim);
-    }
-    for (auto& [block, rows] : by_block) {
-      std::string bytes =
-          pserver::EncodeSparseRows(rows.first, rows.second.data(), kDim, 4);
-      std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
-      std::memcpy(aligned.data(), bytes.data(), bytes.size());
-      pserver::GradientRef ref;
-      ref.block = block;
-      ref.format = pserver::GradientFormat::kSparseRows;
-      ref.data = aligned.data();
-      ref.bytes = bytes.size();
-      Status s = shard_->Apply(ref, Deadline::InMs(kMs));
-      ASSERT_TRUE(s.ok()) << s.ToString();
-    }
+    testing::ApplyRowsToShard(shard_.get(), 1, ids, g, kDim);
   }
-  std::vector<float> Table() const {
-    std::vector<float> v(kRows * kDim);
-    for (const auto& b : shard_->layout().blocks()) {
-      if (b.param != 1) continue;
-      EXPECT_TRUE(
-          shard_
-              ->ReadValues(b.id, v.data() + b.first_element, b.num_elements * 4)
-              .ok());
-    }
-    return v;
-  }
+  std::vector<float> Table() const { return testing::ParamOfShard(*shard_, 1); }
 
  private:
   std::unique_ptr<pserver::Shard> shard_;

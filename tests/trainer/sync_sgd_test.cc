@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "pserver/shard.h"
+#include "tests/trainer/c_client.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
 #include "tests/util/wait_until.h"
@@ -333,18 +334,9 @@ TEST_P(SyncSgdTest, CApiPushesSteps) {
   StartCluster(2, 60000);
   auto a = Trainer(501, true);
   ASSERT_TRUE(a);
-  fabps_pserver_options* o = fabps_new_pserver_options();
-  ASSERT_NE(o, nullptr);
-  ASSERT_EQ(fabps_pserver_options_set_provider(o, GetParam().c_str()),
-            FABPS_OK);
-  if (GetParam() != "shm")
-    ASSERT_EQ(fabps_pserver_options_set_interface(o, "127.0.0.1"), FABPS_OK);
-  ASSERT_EQ(fabps_pserver_options_set_block_elements(o, kBlock), FABPS_OK);
-  ASSERT_EQ(fabps_pserver_options_set_trainer_id(o, 502), FABPS_OK);
-  std::string addrs = cluster_->addresses()[0] + "," + cluster_->addresses()[1];
-  fabps_pserver_client* c = fabps_new_pserver_client_ex(addrs.c_str(), 0, o);
-  fabps_release_pserver_options(o);
-  ASSERT_NE(c, nullptr) << fabps_last_error();
+  fabps_pserver_client* c = testing::NewCPserverClient(
+      GetParam(), cluster_->addresses(), kBlock, 502);
+  ASSERT_NE(c, nullptr);
   const char* names[2] = {"w", "b"};
   auto c_push = [&](uint64_t s) {
     Model g = Model::Gradient(1, s);

@@ -104,6 +104,11 @@ struct Flags {
   // Given on the command line (else each model's trainer has its defaults).
   bool batch_given = false, rule_given = false, lr_given = false;
   bool Ctr() const { return model == "ctr"; }
+  // async, or sync (docs/sync.md): --model ctr only; the pservers get
+  // --mode sync --num-trainers <trainers> --step-deadline-ms.
+  std::string mode = "async";
+  int step_deadline_ms = 10000;
+  bool Sync() const { return mode == "sync"; }
   uint64_t kill_seed = 0;  // 0: a random one (printed)
   // Supervision (tools/launch/supervisor.h) and liveness.
   int restarts_per_role = 10;
@@ -404,29 +409,35 @@ Status Launcher::StartPservers() {
     std::string name = "pserver-" + std::to_string(i);
     std::string port_file = f_.run_dir + "/" + name + ".port";
     ::unlink(port_file.c_str());
-    FABPS_RETURN_IF_ERROR(group_.Start(name,
-                                       {Bin("pserver/daemon/fabps-pserver"),
-                                        "--store",
-                                        store_spec_,
-                                        "--job",
-                                        f_.job,
-                                        "--lease-ttl",
-                                        std::to_string(f_.lease_ttl_s),
-                                        "--num-pservers",
-                                        std::to_string(f_.pservers),
-                                        "--provider",
-                                        f_.provider,
-                                        "--port",
-                                        "0",
-                                        "--port-file",
-                                        port_file,
-                                        "--checkpoint-dir",
-                                        f_.run_dir + "/checkpoints",
-                                        "--save-period",
-                                        std::to_string(f_.save_period),
-                                        "--apply-threads",
-                                        "1"},
-                                       f_.run_dir + "/" + name + ".log"));
+    std::vector<std::string> argv = {Bin("pserver/daemon/fabps-pserver"),
+                                     "--store",
+                                     store_spec_,
+                                     "--job",
+                                     f_.job,
+                                     "--lease-ttl",
+                                     std::to_string(f_.lease_ttl_s),
+                                     "--num-pservers",
+                                     std::to_string(f_.pservers),
+                                     "--provider",
+                                     f_.provider,
+                                     "--port",
+                                     "0",
+                                     "--port-file",
+                                     port_file,
+                                     "--checkpoint-dir",
+                                     f_.run_dir + "/checkpoints",
+                                     "--save-period",
+                                     std::to_string(f_.save_period),
+                                     "--apply-threads",
+                                     "1"};
+    if (f_.Sync()) {
+      argv.insert(
+          argv.end(),
+          {"--mode", "sync", "--num-trainers", std::to_string(f_.trainers),
+           "--step-deadline-ms", std::to_string(f_.step_deadline_ms)});
+    }
+    FABPS_RETURN_IF_ERROR(
+        group_.Start(name, argv, f_.run_dir + "/" + name + ".log"));
     FABPS_RETURN_IF_ERROR(
         WaitForPortFile(group_, name, port_file, 30000).status());
   }
@@ -468,6 +479,7 @@ std::vector<std::string> Launcher::TrainerArgs(int t) const {
     if (f_.batch_given) add("--batch", std::to_string(f_.batch));
     if (f_.rule_given) add("--rule", f_.rule);
     if (f_.lr_given) add("--lr", std::to_string(f_.lr));
+    if (f_.Sync()) add("--mode", "sync");
     return a;
   }
   if (f_.trainer == "cpp") {
@@ -979,6 +991,15 @@ int main(int argc, char** argv) {
                  "--model ctr: training impressions to generate (test: a "
                  "tenth, at least 20000)")
       ->check(CLI::Range(int64_t{1000}, int64_t{1} << 32));
+  app.add_option("--mode", f.mode,
+                 "async (every push applied as it comes) or sync (each step "
+                 "sums every trainer's gradients; --model ctr only; "
+                 "docs/sync.md)")
+      ->check(CLI::IsMember({"async", "sync"}));
+  app.add_option("--step-deadline-ms", f.step_deadline_ms,
+                 "with --mode sync: a step waiting this long for a trainer "
+                 "is applied without it (the pservers' flag)")
+      ->check(CLI::Range(100, 3600000));
   app.add_option("--kill-seed", f.kill_seed,
                  "seed of --kill-random's victims (default 0: a random one, "
                  "printed; the same seed replays the same victims)");
@@ -1007,6 +1028,12 @@ int main(int argc, char** argv) {
     std::fprintf(stderr,
                  "fabps-launch: --init-from: only with --trainer cpp and "
                  "--model fashion-mnist\n");
+    return 2;
+  }
+  if (f.Sync() && !f.Ctr()) {
+    std::fprintf(stderr,
+                 "fabps-launch: --mode sync: only with --model ctr (the "
+                 "Fashion-MNIST trainers push without a step)\n");
     return 2;
   }
   if (f.Ctr()) {
