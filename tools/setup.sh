@@ -14,6 +14,7 @@ PACKAGES=(
   pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-torch
   libcpp-httplib-dev prometheus  # metrics server; the real Prometheus its test scrapes with
   libopenblas0-pthread  # torch's BLAS: the reference libblas3 is 5-10x slower
+  chromium chromium-driver python3-selenium  # the status page's browser test (headless)
 )
 
 missing=()

@@ -35,12 +35,12 @@
 namespace fabps::launch {
 
 struct ProcessView {
-  std::string name;  // "pserver-0", "trainer-1", "master-standby"
-  std::string role;  // pserver, trainer, master, etcd, ...
-  int index = -1;    // -1: none (masters)
-  std::string state;  // running, restarting, finished, ended
-  int pid = 0;        // 0: not running
-  int restarts = 0;   // of its role, so far
+  std::string name;    // "pserver-0", "trainer-1", "master-standby"
+  std::string role;    // pserver, trainer, master, etcd, ...
+  int index = -1;      // -1: none (masters)
+  std::string state;   // running, restarting, finished, ended
+  int pid = 0;         // 0: not running
+  int restarts = 0;    // of its role, so far
   std::string detail;  // e.g. how it ended, how long a pserver was silent
   std::string log;     // file name in the run directory; empty: none
 };

@@ -56,8 +56,7 @@ Result<std::string> RunDirLogFile(const std::string& run_dir,
   std::error_code ec;
   fs::path path = fs::canonical(fs::path(run_dir) / name, ec);
   if (ec) return Status::NotFound(name + ": no such log");
-  if (path.parent_path() != fs::path(run_dir) ||
-      !fs::is_regular_file(path, ec))
+  if (path.parent_path() != fs::path(run_dir) || !fs::is_regular_file(path, ec))
     return Status::NotFound(name + ": not a log of the run directory");
   return path.string();
 }
@@ -67,8 +66,7 @@ Result<std::unique_ptr<StatusPage>> StatusPage::Start(
   std::error_code ec;
   fs::path dir = fs::canonical(run_dir, ec);
   if (ec || !fs::is_directory(dir))
-    return Status::InvalidArgument("status page: no run directory " +
-                                   run_dir);
+    return Status::InvalidArgument("status page: no run directory " + run_dir);
   std::unique_ptr<StatusPage> page(new StatusPage());
   page->run_dir_ = dir.string();
   StatusPage* p = page.get();
@@ -104,15 +102,15 @@ metrics::HttpReply StatusPage::Json() {
 metrics::HttpReply StatusPage::Log(const std::string& path) const {
   std::string name = path.substr(sizeof(kLogsPrefix) - 1);
   auto file = RunDirLogFile(run_dir_, name);
-  if (!file.ok()) return {404, "text/plain; charset=utf-8",
-                          file.status().message() + "\n"};
+  if (!file.ok())
+    return {404, "text/plain; charset=utf-8", file.status().message() + "\n"};
   auto opened = OpenRegularFile(*file);
-  if (!opened.ok()) return {404, "text/plain; charset=utf-8",
-                            name + ": cannot open\n"};
+  if (!opened.ok())
+    return {404, "text/plain; charset=utf-8", name + ": cannot open\n"};
   auto text = ReadTail(*opened, name);
   ::close(opened->fd);
-  if (!text.ok()) return {500, "text/plain; charset=utf-8",
-                          text.status().message() + "\n"};
+  if (!text.ok())
+    return {500, "text/plain; charset=utf-8", text.status().message() + "\n"};
   return {200, "text/plain; charset=utf-8", std::move(*text)};
 }
 

@@ -26,7 +26,7 @@ header h1 { font-size: 18px; margin: 0; font-weight: 600; }
 #reason { color: #fca5a5; font-size: 13px; }
 #conn { margin-left: auto; font-size: 12px; color: #cbd5e1; }
 main { padding: 16px 20px; display: grid; gap: 16px; }
-.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(150px, 1fr)); gap: 12px; }
+.cards { display: grid; grid-template-columns: repeat(auto-fit, minmax(136px, 1fr)); gap: 12px; }
 .card, .panel { background: #fff; border-radius: 8px; box-shadow: 0 1px 2px rgba(0,0,0,.08); padding: 10px 14px; }
 .card .k { font-size: 12px; color: #64748b; } .card .v { font-size: 20px; font-weight: 600; }
 .card .v.small { font-size: 13px; font-weight: 500; word-break: break-all; }
@@ -88,17 +88,19 @@ function el(tag, attrs, text) {
   if (text !== undefined) e.textContent = text;
   return e;
 }
-function niceTicks(lo, hi, n) {
+function niceTicks(lo, hi, n, integers) {
   if (!(hi > lo)) { hi = lo + 1; }
   const raw = (hi - lo) / n, mag = Math.pow(10, Math.floor(Math.log10(raw)));
-  const step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw);
+  let step = [1, 2, 5, 10].map(m => m * mag).find(s => s >= raw);
+  if (integers) step = Math.max(1, Math.round(step));
   const ticks = [];
   for (let t = Math.floor(lo / step) * step; t <= hi + step * 1e-9; t += step) ticks.push(t);
   if (ticks[ticks.length - 1] < hi) ticks.push(ticks[ticks.length - 1] + step);
   return ticks;
 }
-// series: [{name, color, points: [[x, y], ...], dots}]
-function lineChart(svg, series, xlabel, empty) {
+// series: [{name, color, points: [[x, y], ...], dots}]; intX: x ticks
+// on whole numbers only (passes).
+function lineChart(svg, series, xlabel, empty, intX) {
   while (svg.firstChild) svg.removeChild(svg.firstChild);
   const W = svg.clientWidth || 400, H = svg.clientHeight || 220;
   const L = 52, R = 12, T = 22, B = 30;
@@ -109,7 +111,7 @@ function lineChart(svg, series, xlabel, empty) {
   }
   let xs = pts.map(p => p[0]), ys = pts.map(p => p[1]);
   let x0 = Math.min(...xs), x1 = Math.max(...xs);
-  if (x1 === x0) { x0 -= 1; x1 += 1; }
+  if (x1 === x0) { x0 -= intX ? 0.5 : 1; x1 += intX ? 0.5 : 1; }
   let y0 = Math.min(...ys), y1 = Math.max(...ys);
   if (y1 === y0) { y0 -= Math.abs(y0) * 0.1 + 0.01; y1 += Math.abs(y1) * 0.1 + 0.01; }
   const yt = niceTicks(y0, y1, 4); y0 = yt[0]; y1 = yt[yt.length - 1];
@@ -120,7 +122,7 @@ function lineChart(svg, series, xlabel, empty) {
     svg.appendChild(el("text", {x: L - 6, y: Y(t) + 4, "text-anchor": "end"},
                        Math.abs(t) >= 1000 ? t.toFixed(0) : Number(t.toPrecision(3)).toString()));
   }
-  for (const t of niceTicks(x0, x1, 5).filter(t => t >= x0 && t <= x1)) {
+  for (const t of niceTicks(x0, x1, 5, intX).filter(t => t >= x0 && t <= x1)) {
     svg.appendChild(el("text", {x: X(t), y: H - B + 16, "text-anchor": "middle"},
                        Number(t.toPrecision(4)).toString()));
   }
@@ -199,9 +201,9 @@ function render(s) {
   }
   const pr = s.pass_results;
   lineChart($("plot-loss"), [{name: "loss", color: "#dc2626", dots: true,
-    points: pr.map(p => [p.pass, p.loss])}], "pass", "no pass over yet");
+    points: pr.map(p => [p.pass, p.loss])}], "pass", "no pass over yet", true);
   lineChart($("plot-acc"), [{name: mname, color: "#1f9d55", dots: true,
-    points: pr.map(p => [p.pass, p.accuracy])}], "pass", "no pass over yet");
+    points: pr.map(p => [p.pass, p.accuracy])}], "pass", "no pass over yet", true);
   lineChart($("plot-rate"), [
     {name: "samples/s", color: "#3b82f6", points: s.rates.map(r => [r.t, r.samples_per_sec])},
     {name: "updates/s", color: "#f59e0b", points: s.rates.map(r => [r.t, r.updates_per_sec])}],
