@@ -13,8 +13,7 @@ namespace {
 const HttpRoute* FindRoute(const std::vector<HttpRoute>& routes,
                            const std::string& path) {
   for (const HttpRoute& r : routes) {
-    if (r.prefix ? path.compare(0, r.path.size(), r.path) == 0
-                 : path == r.path)
+    if (r.prefix ? path.compare(0, r.path.size(), r.path) == 0 : path == r.path)
       return &r;
   }
   return nullptr;
@@ -44,8 +43,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
   srv.set_keep_alive_timeout(sec > 0 ? sec : 1);
   srv.set_keep_alive_max_count(100);
   srv.set_payload_max_length(4096);  // a GET has no body
-  srv.set_default_headers({{"Cache-Control", "no-store"},
-                           {"X-Content-Type-Options", "nosniff"}});
+  srv.set_default_headers(
+      {{"Cache-Control", "no-store"}, {"X-Content-Type-Options", "nosniff"}});
   // httplib's default adds SO_REUSEPORT, which would let a second process
   // bind the same port and take half the requests: only SO_REUSEADDR.
   srv.set_socket_options([](socket_t sock) {
@@ -80,9 +79,8 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
           ? srv.bind_to_any_port(options.host)
           : (srv.bind_to_port(options.host, options.port) ? options.port : -1);
   if (port <= 0) {
-    return Status::Unavailable(options.name + ": cannot bind " +
-                               options.host + ":" +
-                               std::to_string(options.port));
+    return Status::Unavailable(options.name + ": cannot bind " + options.host +
+                               ":" + std::to_string(options.port));
   }
   s->port_ = port;
   s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });

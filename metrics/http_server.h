@@ -33,10 +33,10 @@ class Server;
 namespace fabps::metrics {
 
 struct HttpServerOptions {
-  std::string host = "127.0.0.1";  // the address to bind (one address)
-  int port = 0;                    // 0: a free port (see port())
-  int threads = 2;                 // concurrent requests served
-  int timeout_ms = 2000;           // per read and per write of a request
+  std::string host = "127.0.0.1";    // the address to bind (one address)
+  int port = 0;                      // 0: a free port (see port())
+  int threads = 2;                   // concurrent requests served
+  int timeout_ms = 2000;             // per read and per write of a request
   std::string name = "http server";  // names the server in errors
 };
 

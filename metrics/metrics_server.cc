@@ -6,11 +6,7 @@ namespace fabps::metrics {
 
 Result<std::unique_ptr<MetricsServer>> MetricsServer::Start(
     const Registry* registry, const MetricsServerOptions& options) {
-  HttpServerOptions o;
-  o.host = options.host;
-  o.port = options.port;
-  o.threads = options.threads;
-  o.timeout_ms = options.timeout_ms;
+  HttpServerOptions o = options;
   o.name = "metrics server";
   HttpRoute metrics{"/metrics", false, [registry](const std::string&) {
                       return HttpReply{200, kContentType, registry->Expose()};

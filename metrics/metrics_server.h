@@ -16,12 +16,8 @@
 
 namespace fabps::metrics {
 
-struct MetricsServerOptions {
-  std::string host = "127.0.0.1";  // the address to bind (one address)
-  int port = 0;                    // 0: a free port (see port())
-  int threads = 2;                 // concurrent requests served
-  int timeout_ms = 2000;           // per read and per write of a request
-};
+// host, port (0: a free one), threads, timeouts: as HttpServer's.
+using MetricsServerOptions = HttpServerOptions;
 
 class MetricsServer {
  public:

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   TrainerConfig config;
   int rc = ParseTrainerFlags(argc, argv, &config);
   if (rc >= 0) return rc;
-  fabps::SetLogTag("fashion-mnist-" + std::to_string(config.trainer_id));
+  fabps::SetLogRole("trainer", static_cast<int>(config.trainer_id));
   fabps::Status s = RunTrainer(config);
   if (!s.ok()) {
     std::fprintf(stderr, "fabps-fashion-mnist-trainer: %s\n",

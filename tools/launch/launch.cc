@@ -1130,6 +1130,7 @@ int main(int argc, char** argv) {
                  "after the job ended")
       ->check(CLI::Range(0.0, 86400.0));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
+  fabps::SetLogRole("launch");
   f.batch_given = batch->count() > 0;
   f.rule_given = rule->count() > 0;
   f.lr_given = lr->count() > 0;
