@@ -146,7 +146,7 @@ TEST(FabpsLogs, FollowsLinesAsTheyAreWritten) {
   ASSERT_TRUE(st.ok());
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << *st;
   std::string out = testing::ReadFileOrEmpty(d.File("out"));
-  EXPECT_NE(out.find("pserver-2       | I 2026-12-04 10:00:01.000 pserver-2@h "
+  EXPECT_NE(out.find("pserver-2      | I 2026-12-04 10:00:01.000 pserver-2@h "
                      "a.cc:1] a new file's line\n"),
             std::string::npos)
       << out;
