@@ -50,8 +50,7 @@ inline void ShowDefaultsInHelp(CLI::App& app) {
 inline int ParseFlags(CLI::App& app, int argc, char** argv) {
   if (app.get_option_no_throw("--log-format") == nullptr) {
     app.add_option_function<std::string>(
-           "--log-format",
-           [](const std::string& v) { SetLogFormatByName(v); },
+           "--log-format", [](const std::string& v) { SetLogFormatByName(v); },
            "log lines as text or as JSON lines (default: text, or "
            "$FABPS_LOG_FORMAT; the processes this one starts inherit it)")
         ->check(CLI::IsMember({"text", "json"}));

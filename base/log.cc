@@ -70,11 +70,21 @@ std::string JsonQuote(const std::string& s) {
   std::string out = "\"";
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
       default:
         if (c < 0x20 || c == 0x7f) {
           char u[8];
@@ -109,8 +119,8 @@ LogMessage::~LogMessage() {
     index = g_index;
   }
   const char* base = std::strrchr(file_, '/');
-  std::string src = std::string(base ? base + 1 : file_) + ":" +
-                    std::to_string(line_);
+  std::string src =
+      std::string(base ? base + 1 : file_) + ":" + std::to_string(line_);
   int lvl = static_cast<int>(level_);
   std::tm tm;
   char date[40];

@@ -70,7 +70,8 @@ std::vector<std::string> Binaries() {
                                 "tools/fabps-convert-records",
                                 "tools/fabps-ctr-gen",
                                 "examples/ctr/fabps-ctr-trainer",
-                                "tools/status/fabps-status"};
+                                "tools/status/fabps-status",
+                                "tools/logs/fabps-logs"};
 #ifdef FABPS_HELP_TEST_BENCHES
   for (const char* bench :
        {"bench/master/fabps_master_bench", "bench/trainer/fabps_pushpull_bench",

@@ -2,8 +2,6 @@
 // JSON) parsed, a run directory's logs merged by time and filtered, a
 // growing directory followed, and the logs of real launcher runs (text and
 // --log-format json) merged, each line naming its process and host.
-#include "tools/logs/log_reader.h"
-
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -16,6 +14,7 @@
 
 #include "tests/util/subprocess.h"
 #include "tests/util/wait_until.h"
+#include "tools/logs/log_reader.h"
 
 namespace fabps::logs {
 namespace {
@@ -37,8 +36,8 @@ TEST(ParseLogLine, TextLines) {
   EXPECT_EQ(l->index, 1);
   EXPECT_EQ(l->host, "node7");
   EXPECT_EQ(l->time_ms % 1000, 394);
-  auto m = ParseLogLine(
-      "W 2026-12-04 14:27:40.395 convert-records@n x.cc:1] y");
+  auto m =
+      ParseLogLine("W 2026-12-04 14:27:40.395 convert-records@n x.cc:1] y");
   ASSERT_TRUE(m);
   EXPECT_EQ(m->role, "convert-records");
   EXPECT_EQ(m->index, -1);
@@ -98,14 +97,16 @@ TEST(RunDirLogs, MergesByTimeKeepsUntimedLinesInPlaceAndFilters) {
   std::string file;
   while (auto l = (*logs)->Next(&file, /*drain=*/true)) {
     size_t msg = l->text.find("] ");  // the message of a log line
-    got.push_back(file + ": " +
-                  (msg == std::string::npos ? l->text
-                                            : l->text.substr(msg + 2)));
+    got.push_back(
+        file + ": " +
+        (msg == std::string::npos ? l->text : l->text.substr(msg + 2)));
   }
   std::vector<std::string> want = {
-      "trainer-0.log: t0 first", "pserver-0.log: p0 first",
+      "trainer-0.log: t0 first",
+      "pserver-0.log: p0 first",
       "pserver-0.log: a line of its own after p0 first",
-      "trainer-0.log: t0 second", "trainer-0.log: no newline at the end",
+      "trainer-0.log: t0 second",
+      "trainer-0.log: no newline at the end",
       "pserver-0.log: p0 second"};
   EXPECT_EQ(got, want);
 
@@ -130,11 +131,10 @@ TEST(FabpsLogs, FollowsLinesAsTheyAreWritten) {
                              d.File("out"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto has = [&](const std::string& s) {
-    return testing::ReadFileOrEmpty(d.File("out")).find(s) !=
-           std::string::npos;
+    return testing::ReadFileOrEmpty(d.File("out")).find(s) != std::string::npos;
   };
-  EXPECT_TRUE(testing::WaitUntil([&] { return has("before"); },
-                                 Deadline::InMs(20000)));
+  EXPECT_TRUE(
+      testing::WaitUntil([&] { return has("before"); }, Deadline::InMs(20000)));
   Write(d.File("run/pserver-2.log"), "I 2026-12-04 10:00:01.000 pserver-2@h ");
   Write(d.File("run/pserver-2.log"), "a.cc:1] a new file's line\n");
   EXPECT_TRUE(testing::WaitUntil([&] { return has("a new file's line"); },
@@ -158,8 +158,17 @@ TEST(FabpsLogs, FollowsLinesAsTheyAreWritten) {
                                   const std::vector<std::string>& extra) {
   std::vector<std::string> argv = {
       testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes", "1", "--pservers", "2", "--trainers", "2", "--provider",
-      "tcp;ofi_rxm", "--run-dir", dir.File("run"), "--data-dir",
+      "--passes",
+      "1",
+      "--pservers",
+      "2",
+      "--trainers",
+      "2",
+      "--provider",
+      "tcp;ofi_rxm",
+      "--run-dir",
+      dir.File("run"),
+      "--data-dir",
       dir.File("data")};
   argv.insert(argv.end(), extra.begin(), extra.end());
   auto p = Subprocess::Start(argv, dir.File("launch.out"));
@@ -173,8 +182,8 @@ TEST(FabpsLogs, FollowsLinesAsTheyAreWritten) {
 
 // fabps-logs' output for `args`.
 std::string Logs(const TempDir& dir, const std::vector<std::string>& args) {
-  std::vector<std::string> argv = {testing::BuiltBinary("tools/logs/fabps-logs"),
-                                   dir.File("run")};
+  std::vector<std::string> argv = {
+      testing::BuiltBinary("tools/logs/fabps-logs"), dir.File("run")};
   argv.insert(argv.end(), args.begin(), args.end());
   std::string out = dir.File("logs.out");
   ::unlink(out.c_str());
@@ -206,9 +215,9 @@ Merged Check(const std::string& out) {
     if (!l) continue;
     m.parsed++;
     m.lines_of_file[file]++;
-    m.whos.insert(l->role + (l->index >= 0 ? "-" + std::to_string(l->index)
-                                           : "") +
-                  "@" + l->host);
+    m.whos.insert(l->role +
+                  (l->index >= 0 ? "-" + std::to_string(l->index) : "") + "@" +
+                  l->host);
     if (l->time_ms < last) m.in_order = false;
     last = l->time_ms;
   }
@@ -218,8 +227,8 @@ Merged Check(const std::string& out) {
 void ExpectAJobsLogs(const TempDir& dir) {
   Merged all = Check(Logs(dir, {}));
   EXPECT_TRUE(all.in_order);
-  for (const char* f : {"master", "pserver-0", "pserver-1", "trainer-0",
-                        "trainer-1"})
+  for (const char* f :
+       {"master", "pserver-0", "pserver-1", "trainer-0", "trainer-1"})
     EXPECT_GT(all.lines_of_file[f], 0) << f;
   const std::string host = Host();
   for (const std::string who :
@@ -247,7 +256,8 @@ TEST(FabpsLogs, MergesARealJobsJsonLogs) {
   TempDir dir;
   ASSERT_TRUE(RunJob(dir, {"--log-format", "json"}));
   // Every daemon line is a JSON object naming its process.
-  std::istringstream in(testing::ReadFileOrEmpty(dir.File("run/pserver-0.log")));
+  std::istringstream in(
+      testing::ReadFileOrEmpty(dir.File("run/pserver-0.log")));
   int json = 0;
   for (std::string line; std::getline(in, line);) {
     if (line.empty() || line[0] != '{') continue;

@@ -59,8 +59,8 @@ TEST_F(StatusPageTest, ServesThePageAndThePublishedJson) {
   v.health = "running";
   v.pass_results.push_back({1, 0.5, 0.8, 3});
   v.pass_results.push_back({2, 0.4, NAN, 3});
-  v.processes.push_back({"pserver-1", "pserver", 1, "running", 42, 0, "",
-                         "pserver-1.log"});
+  v.processes.push_back(
+      {"pserver-1", "pserver", 1, "running", 42, 0, "", "pserver-1.log"});
   page_->Publish(ToJson(v).dump());
   auto json = Get("/status.json");
   ASSERT_TRUE(json);

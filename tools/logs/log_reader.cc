@@ -38,14 +38,13 @@ void SplitIndex(const std::string& who, std::string* role, int* index) {
 int64_t ParseTime(const char* date, const char* time, bool utc) {
   std::tm tm{};
   int ms = 0;
-  if (std::sscanf(date, "%4d-%2d-%2d", &tm.tm_year, &tm.tm_mon,
-                  &tm.tm_mday) != 3 ||
-      std::sscanf(time, "%2d:%2d:%2d.%3d", &tm.tm_hour, &tm.tm_min,
-                  &tm.tm_sec, &ms) != 4)
+  if (std::sscanf(date, "%4d-%2d-%2d", &tm.tm_year, &tm.tm_mon, &tm.tm_mday) !=
+          3 ||
+      std::sscanf(time, "%2d:%2d:%2d.%3d", &tm.tm_hour, &tm.tm_min, &tm.tm_sec,
+                  &ms) != 4)
     return 0;
   if (tm.tm_mon < 1 || tm.tm_mon > 12 || tm.tm_mday < 1 || tm.tm_mday > 31 ||
-      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || ms < 0 ||
-      ms > 999)
+      tm.tm_hour > 23 || tm.tm_min > 59 || tm.tm_sec > 60 || ms < 0 || ms > 999)
     return 0;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
@@ -63,8 +62,8 @@ bool Digits(const std::string& s, size_t from, size_t n) {
 
 std::optional<LogLine> ParseText(const std::string& line) {
   // "I 2026-12-04 14:27:40.394 pserver-1@node7 main.cc:178] message"
-  if (line.size() < 28 || std::string("DIWE").find(line[0]) ==
-                              std::string::npos || line[1] != ' ')
+  if (line.size() < 28 ||
+      std::string("DIWE").find(line[0]) == std::string::npos || line[1] != ' ')
     return std::nullopt;
   if (!Digits(line, 2, 4) || line[6] != '-' || line[12] != ' ' ||
       line[15] != ':' || line[21] != '.' || line[25] != ' ')
@@ -75,8 +74,8 @@ std::optional<LogLine> ParseText(const std::string& line) {
   size_t at = who.find('@');
   if (at == std::string::npos || at == 0) return std::nullopt;
   LogLine l;
-  l.time_ms = ParseTime(line.substr(2, 10).c_str(),
-                        line.substr(13, 12).c_str(), /*utc=*/false);
+  l.time_ms = ParseTime(line.substr(2, 10).c_str(), line.substr(13, 12).c_str(),
+                        /*utc=*/false);
   if (l.time_ms == 0) return std::nullopt;
   SplitIndex(who.substr(0, at), &l.role, &l.index);
   l.host = who.substr(at + 1);
@@ -185,8 +184,8 @@ std::optional<LogLine> LogFile::Next(bool drain) {
   return std::nullopt;
 }
 
-Result<std::unique_ptr<RunDirLogs>> RunDirLogs::Open(
-    const std::string& run_dir, LogFilter filter) {
+Result<std::unique_ptr<RunDirLogs>> RunDirLogs::Open(const std::string& run_dir,
+                                                     LogFilter filter) {
   std::error_code ec;
   if (!fs::is_directory(run_dir, ec))
     return Status::NotFound(run_dir + ": not a directory");
@@ -204,10 +203,9 @@ void RunDirLogs::Rescan() {
     if (name.size() <= 4 || name.compare(name.size() - 4, 4, ".log") != 0 ||
         !e.is_regular_file(ec))
       continue;
-    bool known = std::any_of(sources_.begin(), sources_.end(),
-                             [&](const Source& s) {
-                               return s.file->name() == name;
-                             });
+    bool known =
+        std::any_of(sources_.begin(), sources_.end(),
+                    [&](const Source& s) { return s.file->name() == name; });
     if (!known)
       sources_.push_back({std::make_unique<LogFile>(e.path().string()), {}});
   }

@@ -37,8 +37,7 @@ std::optional<LogLine> ParseLogLine(const std::string& line);
 
 // The role and index a log file's name gives: "trainer-0.log" ->
 // {"trainer", 0}; "master-standby.log" -> {"master", -1}.
-void RoleOfLogFile(const std::string& file_name, std::string* role,
-                   int* index);
+void RoleOfLogFile(const std::string& file_name, std::string* role, int* index);
 
 // One log file read as it grows: Next returns its complete lines in order,
 // then nullopt until more is written. A last line without its newline waits

@@ -38,7 +38,7 @@ int main(int argc, char** argv) {
                  "(default: all)");
   app.add_option("--index", filter.index,
                  "only the process with this index (pserver 1, trainer 0; "
-                 "default -1: all)")
+                 "-1: all)")
       ->check(CLI::Range(-1, 1 << 20));
   app.add_flag("-f,--follow", follow,
                "keep printing lines as they are written, until Ctrl-C");
@@ -54,8 +54,7 @@ int main(int argc, char** argv) {
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   auto logs = fabps::logs::RunDirLogs::Open(run_dir, filter);
   if (!logs.ok()) {
-    std::fprintf(stderr, "fabps-logs: %s\n",
-                 logs.status().message().c_str());
+    std::fprintf(stderr, "fabps-logs: %s\n", logs.status().message().c_str());
     return 2;
   }
   signal(SIGINT, OnSignal);
