@@ -9,9 +9,11 @@
 #include <filesystem>
 #include <fstream>
 #include <map>
+#include <nlohmann/json.hpp>
 #include <set>
 #include <sstream>
 
+#include "base/log.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/wait_until.h"
 #include "tools/logs/log_reader.h"
@@ -61,6 +63,13 @@ TEST(ParseLogLine, JsonLines) {
   EXPECT_EQ(l->index, 0);
   EXPECT_EQ(l->host, "n1");
   EXPECT_EQ(l->time_ms, int64_t{1796390860} * 1000 + 394);
+}
+
+TEST(JsonQuote, EscapesWhatJsonNeeds) {
+  std::string raw = "a\"b\\c\n\x01\t d";
+  std::string q = JsonQuote(raw);
+  EXPECT_EQ(q, "\"a\\\"b\\\\c\\n\\u0001\\t d\"");
+  EXPECT_EQ(nlohmann::json::parse(q).get<std::string>(), raw);
 }
 
 TEST(RoleOfLogFile, FromTheLaunchersNames) {
