@@ -11,6 +11,8 @@
 #include <cstdio>
 #include <string>
 
+#include "base/log.h"
+
 namespace fabps {
 
 // Appends " (default: V)" to the description of every option of `app` that
@@ -43,7 +45,16 @@ inline void ShowDefaultsInHelp(CLI::App& app) {
 // parsing succeeded and the program should go on, else the exit code: 0 after
 // --help (printed on stdout), 2 after an error (one line on stderr, prefixed
 // with the program's name without its directory).
+// Every program gets --log-format text|json here (base/log.h; it also
+// passes the format on to the processes the program starts).
 inline int ParseFlags(CLI::App& app, int argc, char** argv) {
+  if (app.get_option_no_throw("--log-format") == nullptr) {
+    app.add_option_function<std::string>(
+           "--log-format", [](const std::string& v) { SetLogFormatByName(v); },
+           "log lines as text or as JSON lines (default: text, or "
+           "$FABPS_LOG_FORMAT; the processes this one starts inherit it)")
+        ->check(CLI::IsMember({"text", "json"}));
+  }
   ShowDefaultsInHelp(app);
   try {
     app.parse(argc, argv);

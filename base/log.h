@@ -1,6 +1,17 @@
-// Minimal logging to stderr: one line per message, with time, level, the
-// process tag (set once by main, e.g. "pserver-1") and source location.
+// Minimal logging to stderr: one line per message.
 //   FABPS_LOG(INFO) << "provider " << name;
+// Every line names its process: role, index (once known) and host, so that
+// the logs of a whole job can be merged and filtered (tools/logs).
+//
+// Text (the default):
+//   I 2026-12-04 14:27:40.394 pserver-1@node7 main.cc:178] claimed index 1
+//   level date time(local, ms) role[-index]@host file:line] message
+// JSON lines (SetLogFormat(kJson), --log-format json, FABPS_LOG_FORMAT=json):
+//   {"time":"2026-12-04T13:27:40.394Z","level":"info","role":"pserver",
+//    "index":1,"host":"node7","src":"main.cc:178","msg":"claimed index 1"}
+//   (one line; time in UTC; "index" only once known; the message escaped
+//   as JSON: quotes, backslashes and control characters; other bytes as
+//   they are).
 // Thread safe: each message is written with one write(2).
 #ifndef FABPS_BASE_LOG_H_
 #define FABPS_BASE_LOG_H_
@@ -11,12 +22,26 @@
 namespace fabps {
 
 enum class LogLevel { kDebug = 0, kInfo = 1, kWarning = 2, kError = 3 };
+enum class LogFormat { kText = 0, kJson = 1 };
 
 // Messages below `level` are dropped. Default kInfo; FABPS_LOG_LEVEL=debug
 // in the environment lowers it.
 void SetLogLevel(LogLevel level);
 LogLevel GetLogLevel();
-void SetLogTag(const std::string& tag);
+// Default kText, or kJson when FABPS_LOG_FORMAT=json in the environment.
+void SetLogFormat(LogFormat format);
+LogFormat GetLogFormat();
+// "text" or "json" (else false and nothing changes). Also sets
+// FABPS_LOG_FORMAT, so that the processes this one starts log alike.
+bool SetLogFormatByName(const std::string& name);
+// Who this process is, set by main: a role ("master", "pserver", "trainer",
+// "convert-records") and, once known, an index (-1: none). Until set the
+// role is "fabps". The host is this machine's name.
+void SetLogRole(const std::string& role, int index = -1);
+
+// Quotes `s` as a JSON string: quotes, backslashes and control characters
+// escaped; other bytes as they are.
+std::string JsonQuote(const std::string& s);
 
 class LogMessage {
  public:
@@ -26,6 +51,8 @@ class LogMessage {
 
  private:
   LogLevel level_;
+  const char* file_;
+  int line_;
   std::ostringstream os_;
 };
 

@@ -71,7 +71,7 @@ std::string Identity(const std::string& host) {
 }
 
 int Run(const Flags& flags) {
-  SetLogTag("master");
+  SetLogRole("master");
   auto token = rpc::LoadJobToken(flags.token_file);
   if (!token.ok()) {
     std::fprintf(stderr, "fabps-master: --token-file: %s\n",

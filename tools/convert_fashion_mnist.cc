@@ -100,7 +100,7 @@ Status Convert(const std::string& images_path, const std::string& labels_path,
 
 int main(int argc, char** argv) {
   using namespace fabps;
-  SetLogTag("convert-fashion-mnist");
+  SetLogRole("convert-fashion-mnist");
   CLI::App app("Converts Fashion-MNIST IDX files into recordio shards",
                "fabps-convert-fashion-mnist");
   std::string input_dir = "/usr/share/datasets/fashion-mnist";

@@ -80,7 +80,7 @@ Status ConvertRecordio(const std::string& path, ShardedWriter* out) {
 
 int main(int argc, char** argv) {
   using namespace fabps;
-  SetLogTag("convert-records");
+  SetLogRole("convert-records");
   CLI::App app("Converts line- or record-oriented files into recordio shards",
                "fabps-convert-records");
   std::vector<std::string> inputs;

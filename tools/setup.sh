@@ -15,6 +15,7 @@ PACKAGES=(
   libcpp-httplib-dev prometheus  # metrics server; the real Prometheus its test scrapes with
   libopenblas0-pthread  # torch's BLAS: the reference libblas3 is 5-10x slower
   slurm-wlm munge python3-yaml  # tools/slurm's test on a real one-node Slurm; deploy/k8s's offline check
+  chromium chromium-driver python3-selenium  # the status page's browser test (headless)
 )
 
 missing=()

@@ -10,7 +10,7 @@ int main(int argc, char** argv) {
   CtrTrainerConfig config;
   int rc = ParseCtrTrainerFlags(argc, argv, &config);
   if (rc >= 0) return rc;
-  fabps::SetLogTag("ctr-" + std::to_string(config.trainer_id));
+  fabps::SetLogRole("trainer", static_cast<int>(config.trainer_id));
   fabps::Status s = RunCtrTrainer(config);
   if (!s.ok()) {
     std::fprintf(stderr, "fabps-ctr-trainer: %s\n", s.ToString().c_str());

@@ -11,7 +11,7 @@ int main(int argc, char** argv) {
   TrainerConfig config;
   int rc = ParseTrainerFlags(argc, argv, &config);
   if (rc >= 0) return rc;
-  fabps::SetLogTag("fashion-mnist-" + std::to_string(config.trainer_id));
+  fabps::SetLogRole("trainer", static_cast<int>(config.trainer_id));
   fabps::Status s =
       config.evaluate.empty() ? RunTrainer(config) : EvaluateModelFile(config);
   if (!s.ok()) {

@@ -186,12 +186,12 @@ int Serve(Flags f, const std::string& token) {
   fabps::StopSignals stop;
   Claim claim;
   if (!f.store.empty()) {
-    fabps::SetLogTag("pserver");
+    fabps::SetLogRole("pserver");
     int rc = ClaimIndex(&f, &claim, &stop);
     if (rc != 0 || !claim.index) return rc;
     FABPS_LOG(INFO) << "claimed index " << f.index << " of job " << f.job;
   }
-  fabps::SetLogTag("pserver-" + std::to_string(f.index));
+  fabps::SetLogRole("pserver", f.index);
 
   fabps::pserver::DataPlaneOptions dpo;
   dpo.provider = f.provider;

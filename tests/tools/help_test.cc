@@ -71,7 +71,8 @@ std::vector<std::string> Binaries() {
                                 "tools/fabps-ctr-gen",
                                 "examples/ctr/fabps-ctr-trainer",
                                 "tools/status/fabps-status",
-                                "tools/export/fabps-export"};
+                                "tools/export/fabps-export",
+                                "tools/logs/fabps-logs"};
 #ifdef FABPS_HELP_TEST_BENCHES
   for (const char* bench :
        {"bench/master/fabps_master_bench", "bench/trainer/fabps_pushpull_bench",

@@ -58,9 +58,11 @@
 #include "base/log.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/pserver/PServer.h"
+#include "tools/launch/job_view.h"
 #include "tools/launch/process_group.h"
 #include "tools/launch/progress_display.h"
 #include "tools/launch/stall_watch.h"
+#include "tools/launch/status_page.h"
 #include "tools/launch/supervisor.h"
 #include "trainer/master_client.h"
 
@@ -118,6 +120,14 @@ struct Flags {
   // outage of 6.6 s at least (renewals every TTL/3), and a killed one's
   // restart takes its index back after at most 10 s (docs/leases.md).
   int lease_ttl_s = 10;
+  // The status page (tools/launch/status_page.h).
+  int status_port = 0;  // 0: off unless a port file is given
+  std::string status_port_file;
+  std::string status_host = "127.0.0.1";
+  double status_linger_s = 0;
+  bool StatusPageOn() const {
+    return status_port != 0 || !status_port_file.empty();
+  }
 };
 
 // The programs of --trainer, in the build tree; both take the same flags.
@@ -237,6 +247,11 @@ class Launcher {
   // What each process is doing, for a job that stopped progressing.
   std::string Diagnosis();
   int Finish(bool ok, const std::string& why);
+  Status StartStatusPage();
+  // Publishes the job as it is now to the status page, if any. `health`
+  // empty: judged from the processes (starting, running, degraded).
+  void PublishStatus(const std::string& health = "",
+                     const std::string& reason = "");
   std::string Bin(const std::string& rel) const {
     return f_.bin_dir + "/" + rel;
   }
@@ -277,6 +292,10 @@ class Launcher {
   StallWatch progress_watch_;
   std::vector<StallWatch> ps_answers_;  // per pserver: status calls answered
   std::vector<int64_t> ps_answered_;
+  std::vector<bool> trainer_finished_;
+  ProgressSample last_sample_;
+  RateHistory rates_;
+  std::unique_ptr<StatusPage> status_page_;
 };
 
 Status Launcher::PrepareData() {
@@ -610,6 +629,9 @@ void Launcher::ShowProgress() {
   sample.loss = with_loss ? loss / with_loss : NAN;
   sample.updates_per_sec = updates_per_sec_;
   display_.Update(sample);
+  last_sample_ = sample;
+  rates_.Add({std::chrono::duration<double>(now - start_).count(),
+              sample.samples_per_sec, sample.updates_per_sec, sample.loss});
 }
 
 void Launcher::MaybeKill() {
@@ -740,8 +762,102 @@ std::string Launcher::Diagnosis() {
   return out;
 }
 
+Status Launcher::StartStatusPage() {
+  if (!f_.StatusPageOn()) return Status::OK();
+  auto page = StatusPage::Start(f_.status_host, f_.status_port, f_.run_dir);
+  if (!page.ok())
+    return Status::Unavailable("--status-port: " + page.status().message());
+  status_page_ = std::move(*page);
+  PublishStatus();
+  if (!f_.status_port_file.empty()) {
+    FABPS_RETURN_IF_ERROR(WriteFileAtomically(
+        f_.status_port_file, std::to_string(status_page_->port()) + "\n"));
+  }
+  std::printf("status page: http://%s:%d/\n",
+              f_.status_host.find(':') != std::string::npos
+                  ? ("[" + f_.status_host + "]").c_str()
+                  : f_.status_host.c_str(),
+              status_page_->port());
+  std::fflush(stdout);
+  return Status::OK();
+}
+
+void Launcher::PublishStatus(const std::string& health,
+                             const std::string& reason) {
+  if (!status_page_) return;
+  auto now = std::chrono::steady_clock::now();
+  JobView v;
+  v.job = f_.job;
+  v.model = f_.model;
+  v.metric = f_.Ctr() ? "auc" : "acc";
+  v.elapsed_s = std::chrono::duration<double>(now - start_).count();
+  v.passes = f_.passes;
+  v.pass = std::min<int64_t>(last_sample_.pass + 1, f_.passes);
+  v.tasks_done = last_sample_.tasks_done;
+  v.tasks_total = last_sample_.tasks_total;
+  v.samples_per_sec = last_sample_.samples_per_sec;
+  v.updates_per_sec = last_sample_.updates_per_sec;
+  v.loss = last_sample_.loss;
+  v.provider = provider_seen_.empty() ? f_.provider : provider_seen_;
+  v.store = store_spec_;
+  for (const auto& [p, r] : passes_)
+    v.pass_results.push_back({p + 1, r.loss, r.accuracy, r.seconds});
+  v.rates = rates_.points();
+  bool degraded = false;
+  for (const std::string& name : group_.Names()) {
+    Child* c = group_.Find(name);
+    ProcessView pv;
+    pv.name = name;
+    pv.role = RoleOf(name);
+    size_t dash = name.rfind('-');
+    if (dash != std::string::npos && pv.role != name &&
+        name.find("standby") == std::string::npos)
+      pv.index = std::atoi(name.c_str() + dash + 1);
+    bool trainer_done = pv.role == "trainer" && pv.index >= 0 &&
+                        pv.index < static_cast<int>(trainer_finished_.size()) &&
+                        trainer_finished_[pv.index];
+    bool helper = name.rfind("convert-", 0) == 0 || name == "ctr-gen";
+    if (c->running) {
+      pv.state = "running";
+      pv.pid = c->process.pid();
+    } else if (trainer_done || (helper && WIFEXITED(c->wait_status) &&
+                                WEXITSTATUS(c->wait_status) == 0)) {
+      pv.state = "finished";
+    } else if (sup_ && sup_->Pending(name)) {
+      pv.state = "restarting";
+      degraded = true;
+    } else {
+      pv.state = "ended";
+      pv.detail = DescribeEnd(c->wait_status);
+      if (!helper && health.empty()) degraded = true;
+    }
+    if (pv.role == "pserver" && c->running && pv.index >= 0 &&
+        pv.index < static_cast<int>(ps_answers_.size())) {
+      double silent = ps_answers_[pv.index].StillFor(now);
+      if (silent >= 3) {
+        char buf[64];
+        std::snprintf(buf, sizeof(buf), "no status answer for %.0f s", silent);
+        pv.detail = buf;
+        degraded = true;
+      }
+    }
+    pv.restarts = sup_ ? sup_->Used(pv.role) : 0;
+    pv.log = fs::path(c->log).filename().string();
+    v.processes.push_back(std::move(pv));
+  }
+  int64_t samples = 0;
+  for (const auto& t : views_) samples += t.samples;
+  v.health = !health.empty() ? health
+             : samples == 0  ? "starting"
+             : degraded      ? "degraded"
+                             : "running";
+  v.reason = reason;
+  status_page_->Publish(ToJson(v).dump());
+}
+
 int Launcher::Finish(bool ok, const std::string& why) {
   group_.StopAll(15000);  // pservers checkpoint on SIGTERM
+  PublishStatus(ok ? "finished" : "failed", why);
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)
           .count();
@@ -787,6 +903,17 @@ int Launcher::Finish(bool ok, const std::string& why) {
     std::printf("model:         %s\n", ModelPath().c_str());
   }
   std::fflush(stdout);
+  if (status_page_ && f_.status_linger_s > 0 && g_signal == 0) {
+    std::printf(
+        "status page: serving the final state for %.0f s more "
+        "(--status-linger; Ctrl-C ends it)\n",
+        f_.status_linger_s);
+    std::fflush(stdout);
+    auto end = std::chrono::steady_clock::now() +
+               std::chrono::duration<double>(f_.status_linger_s);
+    while (g_signal == 0 && std::chrono::steady_clock::now() < end)
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
   return ok ? 0 : 1;
 }
 
@@ -818,13 +945,15 @@ int Launcher::Run() {
     std::printf("fault injection seed: %llu (--kill-seed replays it)\n",
                 static_cast<unsigned long long>(f_.kill_seed));
   }
-  Status s = PrepareData();
+  Status s = StartStatusPage();
+  if (s.ok()) s = PrepareData();
   if (s.ok()) s = StartEtcd();
   if (s.ok()) s = StartMaster();
   if (s.ok()) s = StartPservers();
   if (s.ok()) s = StartTrainers();
   if (!s.ok()) return Finish(false, s.ToString());
-  std::vector<bool> finished(f_.trainers, false);
+  std::vector<bool>& finished = trainer_finished_;
+  finished.assign(f_.trainers, false);
   progress_watch_.Reset();
   for (auto& w : ps_answers_) w.Reset();
   for (;;) {
@@ -846,6 +975,7 @@ int Launcher::Run() {
       return Finish(true, "");
     }
     MaybeKill();
+    PublishStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }
 }
@@ -911,7 +1041,9 @@ int main(int argc, char** argv) {
       "  fabps-launch --model ctr                CTR: 2^22 x 16 embedding "
       "table moved by rows, AUC vs planted\n"
       "  fabps-launch --run-dir /tmp/job         logs, metrics, checkpoints "
-      "there");
+      "there\n"
+      "  fabps-launch --status-port 8080         the job's page at "
+      "http://127.0.0.1:8080/");
   app.add_option("--pservers", f.pservers, "parameter servers")
       ->check(CLI::Range(1, 64));
   app.add_option("--trainers", f.trainers, "trainers")
@@ -1020,7 +1152,22 @@ int main(int argc, char** argv) {
                  "store (rides out outages of 2/3 of it; a killed process's "
                  "restart waits up to it)")
       ->check(CLI::Range(2, 600));
+  app.add_option("--status-port", f.status_port,
+                 "serve the job's status page (HTML, /status.json, the "
+                 "logs) on this port (0: off, or a free port with "
+                 "--status-port-file)")
+      ->check(CLI::Range(0, 65535));
+  app.add_option("--status-port-file", f.status_port_file,
+                 "write the status page's port here once serving (default: "
+                 "none)");
+  app.add_option("--status-host", f.status_host,
+                 "address the status page binds");
+  app.add_option("--status-linger", f.status_linger_s,
+                 "seconds the status page keeps serving the final state "
+                 "after the job ended")
+      ->check(CLI::Range(0.0, 86400.0));
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
+  fabps::SetLogRole("launch");
   f.batch_given = batch->count() > 0;
   f.rule_given = rule->count() > 0;
   f.lr_given = lr->count() > 0;
