@@ -15,9 +15,11 @@
 #include "examples/fashion_mnist/metrics_log.h"
 #include "examples/fashion_mnist/mlp.h"
 #include "examples/fashion_mnist/mlp_model_file.h"
+#include "metrics/metrics_flags.h"
 #include "trainer/master_client.h"
 #include "trainer/model_file.h"
 #include "trainer/pserver_client.h"
+#include "trainer/trainer_metrics.h"
 
 namespace fabps::examples::fashion_mnist {
 namespace {
@@ -62,6 +64,12 @@ class FashionMnistTrainer {
     FABPS_LOG(INFO) << "done: " << config_.passes << " passes in "
                     << Seconds(SteadyClock::now() - start_) << " s";
     if (!config_.save_model.empty()) FABPS_RETURN_IF_ERROR(SaveModel());
+    if (metrics_server_ != nullptr && config_.metrics_linger_seconds > 0) {
+      // The last values stay scrapeable (a scraper's interval after the
+      // end); SIGTERM or SIGINT ends the wait as it ends the process.
+      std::this_thread::sleep_for(
+          std::chrono::duration<double>(config_.metrics_linger_seconds));
+    }
     return Status::OK();
   }
 
@@ -78,6 +86,10 @@ class FashionMnistTrainer {
       InitMlpParams(config_.seed, &initial);
     }
     FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
+    FABPS_ASSIGN_OR_RETURN(
+        metrics_server_,
+        metrics::StartMetricsServer(config_.prometheus, config_.metrics_host,
+                                    &prometheus_.registry()));
     FABPS_ASSIGN_OR_RETURN(evaluator_, ChooseEvaluator());
     if (evaluator_) FABPS_RETURN_IF_ERROR(LoadTestSet());
 
@@ -112,6 +124,7 @@ class FashionMnistTrainer {
       size_t bytes = t.elements() * sizeof(float);
       param_buffers_.push_back({t.name, params_.tensors[i].data(), bytes});
       grad_buffers_.push_back({t.name, grads_.tensors[i].data(), bytes});
+      model_bytes_ += bytes;
     }
     FABPS_ASSIGN_OR_RETURN(bool initializer, ps_->BeginInitParams(true));
     if (initializer) {
@@ -256,8 +269,12 @@ class FashionMnistTrainer {
   }
 
   Status Pull() {
-    return ps_->GetParams(param_buffers_, Deadline::InMs(config_.timeout_ms))
-        .WithContext("pulling the parameters");
+    auto start = SteadyClock::now();
+    FABPS_RETURN_IF_ERROR(
+        ps_->GetParams(param_buffers_, Deadline::InMs(config_.timeout_ms))
+            .WithContext("pulling the parameters"));
+    prometheus_.ObservePull(Seconds(SteadyClock::now() - start), model_bytes_);
+    return Status::OK();
   }
 
   // One step of async SGD on the first x_.rows() examples. A step that meets
@@ -276,6 +293,7 @@ class FashionMnistTrainer {
                      s.code() == Status::Code::kIOError;
     if (!transient || ++failed_in_a_row_ > kMaxFailedStepsInARow) return s;
     FABPS_LOG(WARNING) << "step lost (" << s.ToString() << "); reconnecting";
+    prometheus_.CountLostStep();
     labels_.clear();
     std::this_thread::sleep_for(std::chrono::milliseconds(200));
     return Status::OK();
@@ -288,11 +306,15 @@ class FashionMnistTrainer {
     FABPS_RETURN_IF_ERROR(Pull());
     float loss = mlp_.LossAndGradients(params_, x_, labels_, &grads_);
     auto deadline = Deadline::InMs(config_.timeout_ms);
+    auto push_start = SteadyClock::now();
     FABPS_ASSIGN_OR_RETURN(auto handle,
                            ps_->SendGrads(grad_buffers_, deadline));
     FABPS_RETURN_IF_ERROR(
         ps_->Wait(handle, deadline).WithContext("pushing the gradients"));
+    prometheus_.ObservePush(Seconds(SteadyClock::now() - push_start),
+                            model_bytes_);
     int64_t n = static_cast<int64_t>(labels_.size());
+    prometheus_.ObserveBatch(n, loss);
     labels_.clear();
     pass_samples_ += n;
     pass_loss_sum_ += static_cast<double>(loss) * n;
@@ -316,6 +338,7 @@ class FashionMnistTrainer {
                       interval_batches_ >= config_.progress_batches;
     if (!force && !by_batches && secs < config_.progress_seconds) return;
     if (interval_samples_ == 0) return;
+    prometheus_.SetSamplesPerSecond(secs > 0 ? interval_samples_ / secs : 0.0);
     metrics_->Write(
         JsonLine()
             .Add("event", "progress")
@@ -329,6 +352,12 @@ class FashionMnistTrainer {
 
   const TrainerConfig config_;
   std::unique_ptr<MetricsLog> metrics_;
+  // Prometheus metrics, served on --metrics-port (metrics_server_ is null
+  // when off). The server is declared after what it exposes, so it stops
+  // first.
+  trainer::TrainerMetrics prometheus_{config_.trainer_id};
+  std::unique_ptr<metrics::MetricsServer> metrics_server_;
+  uint64_t model_bytes_ = 0;  // of the parameters (and of the gradients)
   bool evaluator_ = false;
   LabeledImages test_set_;
   std::unique_ptr<trainer::MasterClient> master_;

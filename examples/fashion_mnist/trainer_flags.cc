@@ -105,6 +105,13 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   app.add_option("--job", c->job, "job name in --store ([A-Za-z0-9._-]{1,64})");
   app.add_option("--metrics-file", c->metrics_file,
                  "append JSON lines (progress, pass) here (default: none)");
+  metrics::AddMetricsFlags(app, &c->prometheus);
+  app.add_option("--metrics-host", c->metrics_host,
+                 "address the Prometheus metrics port binds to");
+  app.add_option("--metrics-linger-seconds", c->metrics_linger_seconds,
+                 "keep serving the metrics this long after the last pass, "
+                 "for a last scrape")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--progress-seconds", c->progress_seconds,
                  "seconds between progress lines")
       ->check(CLI::Range(0.01, 3600.0));

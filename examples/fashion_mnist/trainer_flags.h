@@ -10,6 +10,7 @@
 #include <string>
 #include <vector>
 
+#include "metrics/metrics_flags.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::examples::fashion_mnist {
@@ -30,6 +31,12 @@ struct TrainerConfig {
   std::string store;  // "local:/dir" or "etcd:http://..."; "" : none
   std::string job = "default";
   std::string metrics_file;
+  // Prometheus metrics of this trainer (trainer/trainer_metrics.h):
+  // --metrics-port / --metrics-port-file, served on metrics_host, kept up
+  // metrics_linger_seconds after the last pass.
+  metrics::MetricsFlags prometheus;
+  std::string metrics_host = "127.0.0.1";
+  double metrics_linger_seconds = 0;
   double progress_seconds = 1.0;
   int64_t progress_batches = 0;  // 0: by time only
   int eval_batch = 1000;

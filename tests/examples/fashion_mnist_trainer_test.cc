@@ -10,6 +10,7 @@
 // after one small pass would sit near 0.6-0.7 and drift with the
 // interleaving, and the test would depend on the dataset package.
 #include <gtest/gtest.h>
+#include <httplib.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -23,6 +24,7 @@
 #include "tests/master/master_process.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/util/subprocess.h"
+#include "tests/util/wait_until.h"
 #include "transport/fabric.h"
 
 namespace fabps::testing {
@@ -204,6 +206,116 @@ TEST_F(FashionMnistTrainerTest, TwoTrainersOnePassLearnSeparableData) {
   EXPECT_EQ(samples, kTrain) << "every valid record trained on once";
   EXPECT_EQ(bad, kBad);
   EXPECT_GT(accuracy, 0.8);
+}
+
+// The value of the series `name{trainer="0"}` in a Prometheus exposition,
+// NAN when it is not there.
+double SeriesValue(const std::string& exposition, const std::string& name) {
+  std::string key = "\n" + name + "{trainer=\"0\"} ";
+  size_t at = exposition.find(key);
+  if (at == std::string::npos) return NAN;
+  return std::strtod(exposition.c_str() + at + key.size(), nullptr);
+}
+
+// The trainer serves its own Prometheus metrics (trainer/trainer_metrics.h):
+// after one pass over the data alone, the exposition says how many pushes
+// and pulls it made with which bytes, every valid example counted once, a
+// push round-trip histogram with one observation per push, and the loss.
+TEST_F(FashionMnistTrainerTest, TrainerServesItsPrometheusMetrics) {
+  TempDir dir;
+  const int kTrain = 600, kTest = 100, kBad = 1;
+  std::string train_glob =
+      WriteShards(dir.File("train"), "synthetic-train", 2, kTrain, kBad, 3);
+  WriteShards(dir.File("test"), "synthetic-test", 1, kTest, 0, 4);
+  ASSERT_FALSE(HasFailure());
+  auto master =
+      MasterProcess::Start(dir.File("master-state"), dir.File("master.log"),
+                           {"--chunks-per-task", "1"});
+  ASSERT_TRUE(master.ok()) << master.status().ToString();
+  PServerCluster cluster(kProvider, 2, {"--interface", "127.0.0.1"});
+  Status started = cluster.StartAll();
+  ASSERT_TRUE(started.ok()) << started.ToString();
+
+  std::string port_file = dir.File("metrics-port");
+  std::string jsonl = dir.File("metrics.jsonl");
+  auto trainer = Subprocess::Start(
+      {BuiltBinary("examples/fashion_mnist/fabps-fashion-mnist-trainer"),
+       "--pservers",
+       Join(cluster.addresses()),
+       "--master",
+       master->address(),
+       "--provider",
+       kProvider,
+       "--interface",
+       "127.0.0.1",
+       "--trainer-id",
+       "0",
+       "--dataset",
+       train_glob,
+       "--test-data",
+       dir.File("test"),
+       "--passes",
+       "1",
+       "--batch",
+       "32",
+       "--rule",
+       "sgd",
+       "--lr",
+       "0.1",
+       "--block-elements",
+       "16384",
+       "--metrics-file",
+       jsonl,
+       "--metrics-port-file",
+       port_file,
+       "--metrics-linger-seconds",
+       "300",
+       "--timeout-ms",
+       "30000"},
+      dir.File("trainer.log"));
+  ASSERT_TRUE(trainer.ok()) << trainer.status().ToString();
+  // The pass is over (its line is written) while the trainer lingers.
+  bool passed = WaitUntil(
+      [&] {
+        return ReadFileOrEmpty(jsonl).find("\"event\":\"pass\"") !=
+                   std::string::npos ||
+               !trainer->running();
+      },
+      Deadline::InMs(120'000));
+  std::string log = ReadFileOrEmpty(dir.File("trainer.log"));
+  ASSERT_TRUE(passed && trainer->running())
+      << "no pass line while the trainer lingers:\n"
+      << log;
+  std::string port = ReadFileOrEmpty(port_file);
+  ASSERT_FALSE(port.empty()) << log;
+
+  httplib::Client http("127.0.0.1", std::stoi(port));
+  http.set_read_timeout(20);
+  auto res = http.Get("/metrics");
+  ASSERT_TRUE(res) << httplib::to_string(res.error());
+  ASSERT_EQ(res->status, 200);
+  const std::string body = "\n" + res->body;
+  const double model_bytes =
+      4.0 * (784 * 256 + 256 + 256 * 128 + 128 + 128 * 10 + 10);
+  double pushes = SeriesValue(body, "fabps_trainer_pushes_total");
+  EXPECT_GE(pushes, kTrain / 32) << body;
+  EXPECT_EQ(SeriesValue(body, "fabps_trainer_push_bytes_total"),
+            pushes * model_bytes)
+      << body;
+  EXPECT_EQ(SeriesValue(body, "fabps_trainer_push_round_trip_seconds_count"),
+            pushes)
+      << body;
+  EXPECT_GT(SeriesValue(body, "fabps_trainer_push_round_trip_seconds_sum"), 0)
+      << body;
+  EXPECT_GE(SeriesValue(body, "fabps_trainer_pulls_total"), pushes) << body;
+  EXPECT_EQ(SeriesValue(body, "fabps_trainer_samples_total"), kTrain) << body;
+  double loss = SeriesValue(body, "fabps_trainer_loss");
+  EXPECT_TRUE(std::isfinite(loss) && loss >= 0) << body;
+  EXPECT_NE(body.find("# TYPE fabps_trainer_push_round_trip_seconds "
+                      "histogram\n"),
+            std::string::npos)
+      << body;
+  EXPECT_TRUE(trainer->Stop(5000).ok());
 }
 
 TEST(FashionMnistTrainerFlagsTest, BadFlagsGiveOneLineNamingTheFlag) {
