@@ -5,10 +5,13 @@
 // same tensors offline from the pservers' final checkpoints; a new job
 // started with --init-from begins at that model's accuracy (not chance);
 // and a model whose tensors do not fit is refused by name before anything
-// is initialized.
+// is initialized. A job's pserver count changes across restarts (2 -> 3 ->
+// 1, re-sharded by fabps-reshard and by the launcher) with the parameters
+// and optimizer state bit-identical.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <filesystem>
 #include <regex>
 #include <string>
 #include <vector>
@@ -36,13 +39,14 @@ int RunToEnd(const TempDir& dir, const std::vector<std::string>& argv,
 }
 
 int Launch(const TempDir& dir, const std::string& run,
-           const std::vector<std::string>& extra, std::string* out) {
+           const std::vector<std::string>& extra, std::string* out,
+           int pservers = 2, int passes = 1) {
   std::vector<std::string> argv = {
       testing::BuiltBinary("tools/launch/fabps-launch"),
       "--passes",
-      "1",
+      std::to_string(passes),
       "--pservers",
-      "2",
+      std::to_string(pservers),
       "--trainers",
       "1",
       "--provider",
@@ -67,6 +71,24 @@ std::string LastAccuracy(const std::string& text) {
     found = (*it)[1];
   }
   return found;
+}
+
+// The two safetensors files hold the same `count` tensors, bit for bit.
+void ExpectSameTensors(const std::string& path_a, const std::string& path_b,
+                       size_t count) {
+  auto a = safetensors::SafetensorsFile::Read(path_a);
+  auto b = safetensors::SafetensorsFile::Read(path_b);
+  ASSERT_TRUE(a.ok()) << a.status().ToString();
+  ASSERT_TRUE(b.ok()) << b.status().ToString();
+  ASSERT_EQ(a->tensors().size(), count) << path_a;
+  ASSERT_EQ(b->tensors().size(), count) << path_b;
+  for (const auto& t : a->tensors()) {
+    const auto* u = b->Find(t.name);
+    ASSERT_NE(u, nullptr) << t.name;
+    EXPECT_EQ(u->shape, t.shape) << t.name;
+    EXPECT_TRUE(a->Data(t) == b->Data(*u))
+        << t.name << " differs between " << path_a << " and " << path_b;
+  }
 }
 
 std::string Evaluate(const TempDir& dir, const std::string& model) {
@@ -106,18 +128,7 @@ TEST(ModelLifecycle, ExportEvaluateExportOfflineAndStartFromIt) {
                      "export", &exported),
             0)
       << exported;
-  auto a = safetensors::SafetensorsFile::Read(model);
-  auto b = safetensors::SafetensorsFile::Read(dir.File("offline.safetensors"));
-  ASSERT_TRUE(a.ok()) << a.status().ToString();
-  ASSERT_TRUE(b.ok()) << b.status().ToString();
-  ASSERT_EQ(a->tensors().size(), 6u);
-  ASSERT_EQ(b->tensors().size(), 6u);
-  for (const auto& t : a->tensors()) {
-    const auto* u = b->Find(t.name);
-    ASSERT_NE(u, nullptr) << t.name;
-    EXPECT_EQ(u->shape, t.shape) << t.name;
-    EXPECT_TRUE(a->Data(t) == b->Data(*u)) << t.name << " differs";
-  }
+  ExpectSameTensors(model, dir.File("offline.safetensors"), 6);
 
   // A job started from the model, with a learning rate too small to move
   // it: its first pass scores about the model's accuracy; from random
@@ -136,6 +147,106 @@ TEST(ModelLifecycle, ExportEvaluateExportOfflineAndStartFromIt) {
   ASSERT_FALSE(started.empty());
   EXPECT_NEAR(std::stod(started), std::stod(job_accuracy), 0.02);
   EXPECT_GT(std::stod(job_accuracy), 0.5);
+}
+
+// The launcher's closing table, "pass loss accuracy seconds" rows:
+// {loss, accuracy} of the last row.
+std::pair<double, double> LastPassRow(const std::string& out) {
+  std::regex row(R"(\n(\d+)\s+([0-9.]+)\s+([0-9.]+)\s+[0-9.]+)");
+  std::pair<double, double> last = {-1, -1};
+  for (std::sregex_iterator it(out.begin(), out.end(), row), end; it != end;
+       ++it) {
+    last = {std::stod((*it)[2]), std::stod((*it)[3])};
+  }
+  return last;
+}
+
+// 2 -> 3 -> 1 pservers across restarts of one job (its run directory and
+// local store): by hand with fabps-reshard, then by the launcher itself when
+// --pservers differs from the job's count. The model is bit-identical after
+// each change: offline from the new checkpoints (values and Adam state), and
+// as the new count of real pservers serve it (the trainer of a restart with
+// nothing left to train pulls it from them and saves it). Then training
+// goes on from it with one pserver.
+TEST(ModelLifecycle, PserverCountChangesTwoToThreeToOneBitIdentical) {
+  TempDir dir;
+  const std::string run = dir.File("run");
+  const std::string model = run + "/model.safetensors";
+  std::string out;
+  ASSERT_EQ(Launch(dir, "run", {}, &out), 0) << out;
+  const auto first = LastPassRow(out);
+  ASSERT_GT(first.second, 0.5) << out;
+
+  auto export_offline = [&](const std::string& name) {
+    std::string said;
+    EXPECT_EQ(
+        RunToEnd(
+            dir,
+            {testing::BuiltBinary("tools/export/fabps-export"), "--checkpoints",
+             run + "/checkpoints", "-o", dir.File(name + ".safetensors"),
+             "--with-optimizer-state", dir.File(name + ".state.safetensors")},
+            "export-" + name, &said),
+        0)
+        << said;
+  };
+  auto expect_as_before = [&](const std::string& name) {
+    ExpectSameTensors(dir.File("two.safetensors"),
+                      dir.File(name + ".safetensors"), 6);
+    // Adam: two state tensors per parameter.
+    ExpectSameTensors(dir.File("two.state.safetensors"),
+                      dir.File(name + ".state.safetensors"), 12);
+  };
+  export_offline("two");
+  ExpectSameTensors(model, dir.File("two.safetensors"), 6);
+
+  const std::string reshard =
+      testing::BuiltBinary("tools/reshard/fabps-reshard");
+  const std::string store = "local:" + run + "/store";
+  std::string said;
+  EXPECT_EQ(RunToEnd(dir,
+                     {reshard, "--store", store, "--job", "fashion-mnist",
+                      "--num-pservers", "2"},
+                     "reshard-same", &said),
+            1);
+  EXPECT_NE(said.find("the job already has 2 pservers"), std::string::npos)
+      << said;
+  EXPECT_EQ(
+      RunToEnd(dir, {reshard, "--num-pservers", "2"}, "reshard-none", &said),
+      2);
+  ASSERT_EQ(RunToEnd(dir,
+                     {reshard, "--store", store, "--job", "fashion-mnist",
+                      "--num-pservers", "3"},
+                     "reshard", &said),
+            0)
+      << said;
+  EXPECT_NE(said.find("re-sharded 2 -> 3 pservers"), std::string::npos) << said;
+  export_offline("three");
+  expect_as_before("three");
+
+  // Three real pservers recover from the new files and serve the model.
+  std::filesystem::remove(model);
+  ASSERT_EQ(Launch(dir, "run", {}, &out, 3), 0) << out;
+  EXPECT_NE(testing::ReadFileOrEmpty(run + "/pserver-2.log")
+                .find("pserver 2 of 3 serving"),
+            std::string::npos);
+  ExpectSameTensors(dir.File("two.safetensors"), model, 6);
+
+  // The launcher re-shards by itself: 3 -> 1.
+  std::filesystem::remove(model);
+  ASSERT_EQ(Launch(dir, "run", {}, &out, 1), 0) << out;
+  EXPECT_NE(out.find("re-sharding the job's checkpoints: 3 -> 1 pservers"),
+            std::string::npos)
+      << out;
+  ExpectSameTensors(dir.File("two.safetensors"), model, 6);
+  export_offline("one");
+  expect_as_before("one");
+
+  // Training goes on from there: pass 2 on one pserver starts where pass 1
+  // ended (a model started afresh would train to pass 1's loss again).
+  ASSERT_EQ(Launch(dir, "run", {}, &out, 1, 2), 0) << out;
+  const auto second = LastPassRow(out);
+  EXPECT_LT(second.first, first.first) << out;
+  EXPECT_GT(second.second, first.second - 0.02) << out;
 }
 
 // A model file that does not fit the MLP: the trainer names the tensor and

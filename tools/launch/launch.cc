@@ -56,6 +56,8 @@
 #include "base/cli.h"
 #include "base/file_util.h"
 #include "base/log.h"
+#include "coord/protocol/job_keys.h"
+#include "coord/store.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/pserver/PServer.h"
 #include "tools/launch/job_view.h"
@@ -64,6 +66,7 @@
 #include "tools/launch/stall_watch.h"
 #include "tools/launch/status_page.h"
 #include "tools/launch/supervisor.h"
+#include "tools/reshard/reshard_job.h"
 #include "trainer/master_client.h"
 
 namespace fs = std::filesystem;
@@ -233,6 +236,10 @@ class Launcher {
   std::string ModelPath() const { return f_.run_dir + "/model.safetensors"; }
   Status StartEtcd();
   Status StartMaster();
+  // A job (run directory or etcd job) whose pservers last ran with another
+  // count than --pservers: its checkpoints are re-cut for --pservers
+  // (tools/reshard) before any pserver starts.
+  Status ReshardIfCountChanged();
   Status StartPservers();
   Status StartTrainers();
   void ReadMetrics();
@@ -417,6 +424,38 @@ Status Launcher::StartMaster() {
       FABPS_RETURN_IF_ERROR(
           WaitForPortFile(group_, name, port_file, 30000).status());
     }
+  }
+  return Status::OK();
+}
+
+Status Launcher::ReshardIfCountChanged() {
+  coord::StoreOptions so;
+  so.spec = store_spec_;
+  so.job = f_.job;
+  uint32_t had = 0;
+  {
+    FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store,
+                           coord::OpenStore(so));
+    auto count = store->Get(coord::keys::kPsCount, store->DefaultDeadline());
+    if (count.status().code() == Status::Code::kNotFound) return Status::OK();
+    FABPS_RETURN_IF_ERROR(count.status());
+    FABPS_ASSIGN_OR_RETURN(had, coord::keys::ParsePsCount(count->value));
+  }
+  if (had == static_cast<uint32_t>(f_.pservers)) return Status::OK();
+  std::printf("re-sharding the job's checkpoints: %u -> %d pservers\n", had,
+              f_.pservers);
+  tools::ReshardRequest r;
+  r.new_count = f_.pservers;
+  r.store_spec = store_spec_;
+  r.job = f_.job;
+  r.checkpoint_root = f_.run_dir + "/checkpoints";
+  auto done = tools::ReshardJob(r);
+  if (!done.ok()) {
+    return done.status().WithContext("re-sharding from " + std::to_string(had) +
+                                     " pservers");
+  }
+  for (const std::string& file : done->files) {
+    std::printf("  %s\n", file.c_str());
   }
   return Status::OK();
 }
@@ -948,6 +987,7 @@ int Launcher::Run() {
   Status s = StartStatusPage();
   if (s.ok()) s = PrepareData();
   if (s.ok()) s = StartEtcd();
+  if (s.ok()) s = ReshardIfCountChanged();
   if (s.ok()) s = StartMaster();
   if (s.ok()) s = StartPservers();
   if (s.ok()) s = StartTrainers();
