@@ -117,14 +117,27 @@ struct PServerClient::Impl {
 
   // With a store: looks the pservers up again and, where one now serves
   // at another address (restarted elsewhere), opens fresh connections.
-  Status Rediscover(Deadline deadline) {
+  // A job re-sharded to another pserver count (tools/reshard) is followed
+  // only from Reconnect (`count_may_change`: no endpoint, so nothing refers
+  // to the slot table being replaced); elsewhere the change is an error
+  // that marks the client broken, and the next call reconnects.
+  Status Rediscover(Deadline deadline, bool count_may_change = false) {
     if (!discovery->dynamic()) return Status::OK();
     FABPS_ASSIGN_OR_RETURN(std::vector<std::string> addrs,
                            discovery->Resolve(deadline));
     if (addrs.size() != conns.size()) {
-      return Status::FailedPrecondition(
-          "the job now has " + std::to_string(addrs.size()) +
-          " pservers, this client knows " + std::to_string(conns.size()));
+      if (!count_may_change) {
+        return Status::FailedPrecondition(
+            "the job now has " + std::to_string(addrs.size()) +
+            " pservers, this client knows " + std::to_string(conns.size()));
+      }
+      FABPS_LOG(INFO) << "trainer " << options.trainer_id
+                      << ": the job now has " << addrs.size()
+                      << " pservers (was " << conns.size()
+                      << "): following its new layout";
+      slots = std::make_unique<PushSlots>(addrs.size());
+      staging.clear();
+      return OpenConnections(addrs);
     }
     if (addrs == options.addresses) return Status::OK();
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
@@ -179,7 +192,7 @@ struct PServerClient::Impl {
     ready = false;
     slots->FailAll(Status::Unavailable("pserver connection was reset"));
     for (auto& c : conns) c->Close();
-    FABPS_RETURN_IF_ERROR(Rediscover(deadline));
+    FABPS_RETURN_IF_ERROR(Rediscover(deadline, /*count_may_change=*/true));
     FABPS_RETURN_IF_ERROR(OpenEndpoint());
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
                     << ": reconnecting to the pservers";

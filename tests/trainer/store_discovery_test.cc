@@ -3,7 +3,8 @@
 // the initializer through init/lock; a pserver killed with SIGKILL is
 // replaced by a new process that takes the free index back, recovers its
 // checkpoint and serves on a new port, and the trainers find it there. A
-// second job on the same etcd is not disturbed.
+// second job on the same etcd is not disturbed. A trainer follows its job
+// re-sharded to another pserver count while it runs (2 -> 3 -> 1).
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -438,6 +439,52 @@ TEST_F(StoreDiscoveryTest, CorruptCheckpointIsDetectedByItsRecordedCrc) {
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_EQ(*w, expected);
   again.Stop(10000);
+}
+
+// The job's pservers stop (each checkpoints and releases its index),
+// fabps-reshard re-cuts their checkpoints for another count, and that many
+// pservers start: a trainer that stayed up follows, re-registering with the
+// new layout on its next call, and finds every value as it was; its pushes
+// apply on the new pservers. 2 -> 3 -> 1.
+TEST_F(StoreDiscoveryTest, TrainerFollowsItsJobReshardedToAnotherCount) {
+  std::vector<Subprocess> ps;
+  ps.push_back(StartPserver("rs", 2));
+  ps.push_back(StartPserver("rs", 2));
+  auto c = ConnectAndInit(Options("rs"), 10.0f);
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_TRUE(Push(c->get(), 1.0f).ok());
+  float expect = 9.0f;
+  for (int count : {3, 1}) {
+    for (auto& p : ps) {
+      auto code = p.Stop(20000);
+      ASSERT_TRUE(code.ok() && WIFEXITED(*code) && WEXITSTATUS(*code) == 0);
+    }
+    ps.clear();
+    const std::string log = dir_.File("reshard-" + std::to_string(count));
+    auto tool = Subprocess::Start(
+        {BuiltBinary("tools/reshard/fabps-reshard"), "--store", store_, "--job",
+         "rs", "--num-pservers", std::to_string(count)},
+        log);
+    ASSERT_TRUE(tool.ok()) << tool.status().ToString();
+    auto code = tool->Wait(60000);
+    ASSERT_TRUE(code.ok() && WIFEXITED(*code) && WEXITSTATUS(*code) == 0)
+        << ReadFileOrEmpty(log);
+    for (int i = 0; i < count; ++i) ps.push_back(StartPserver("rs", count));
+    // The first call may still meet the old processes' addresses (and
+    // marks the client for reconnection); the next ones follow the store.
+    Result<std::vector<float>> w = Status::Unavailable("not pulled");
+    Deadline d = Deadline::InMs(kMs);
+    while (!(w = Pull(c->get())).ok() && !d.Expired()) {
+    }
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (float v : *w) ASSERT_EQ(v, expect) << "after re-sharding to " << count;
+    ASSERT_TRUE(Push(c->get(), 2.0f).ok());
+    expect -= 2.0f;
+    w = Pull(c->get());
+    ASSERT_TRUE(w.ok()) << w.status().ToString();
+    for (float v : *w) ASSERT_EQ(v, expect) << "pushed with " << count;
+  }
+  for (auto& p : ps) p.Stop(10000);
 }
 
 }  // namespace
