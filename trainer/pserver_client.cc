@@ -117,27 +117,27 @@ struct PServerClient::Impl {
 
   // With a store: looks the pservers up again and, where one now serves
   // at another address (restarted elsewhere), opens fresh connections.
-  // A job re-sharded to another pserver count (tools/reshard) is followed
-  // only from Reconnect (`count_may_change`: no endpoint, so nothing refers
-  // to the slot table being replaced); elsewhere the change is an error
-  // that marks the client broken, and the next call reconnects.
-  Status Rediscover(Deadline deadline, bool count_may_change = false) {
+  // A job re-sharded to another pserver count (tools/reshard) is followed:
+  // pushes in flight fail, the endpoint is made afresh (its progress thread
+  // refers to the slot table, which is sized by the count) and the next
+  // EnsureReady learns the new layout.
+  Status Rediscover(Deadline deadline) {
     if (!discovery->dynamic()) return Status::OK();
     FABPS_ASSIGN_OR_RETURN(std::vector<std::string> addrs,
                            discovery->Resolve(deadline));
     if (addrs.size() != conns.size()) {
-      if (!count_may_change) {
-        return Status::FailedPrecondition(
-            "the job now has " + std::to_string(addrs.size()) +
-            " pservers, this client knows " + std::to_string(conns.size()));
-      }
       FABPS_LOG(INFO) << "trainer " << options.trainer_id
                       << ": the job now has " << addrs.size()
                       << " pservers (was " << conns.size()
                       << "): following its new layout";
+      endpoint.reset();  // joins the progress thread
+      ready = false;
+      slots->FailAll(Status::Unavailable("the job's pserver count changed"));
       slots = std::make_unique<PushSlots>(addrs.size());
       staging.clear();
-      return OpenConnections(addrs);
+      for (auto& c : conns) c->Close();
+      FABPS_RETURN_IF_ERROR(OpenConnections(addrs));
+      return OpenEndpoint();
     }
     if (addrs == options.addresses) return Status::OK();
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
@@ -170,9 +170,12 @@ struct PServerClient::Impl {
     FABPS_ASSIGN_OR_RETURN(pserver::InitSpec spec,
                            pserver::InitSpecFromThrift(config));
     if (spec.layout.num_pservers() != conns.size()) {
-      return Status::FailedPrecondition(
+      // Re-sharded between the lookup and this answer: the next call
+      // reconnects and looks again.
+      return Status::Unavailable(
           "the job's layout has " + std::to_string(spec.layout.num_pservers()) +
-          " pservers, this client knows " + std::to_string(conns.size()));
+          " pservers, this client knows " + std::to_string(conns.size()) +
+          " (re-sharded meanwhile)");
     }
     layout = std::make_unique<Layout>(std::move(spec.layout));
     peers.assign(conns.size(), Peer{});
@@ -192,8 +195,8 @@ struct PServerClient::Impl {
     ready = false;
     slots->FailAll(Status::Unavailable("pserver connection was reset"));
     for (auto& c : conns) c->Close();
-    FABPS_RETURN_IF_ERROR(Rediscover(deadline, /*count_may_change=*/true));
-    FABPS_RETURN_IF_ERROR(OpenEndpoint());
+    FABPS_RETURN_IF_ERROR(Rediscover(deadline));
+    if (!endpoint) FABPS_RETURN_IF_ERROR(OpenEndpoint());
     FABPS_LOG(INFO) << "trainer " << options.trainer_id
                     << ": reconnecting to the pservers";
     FABPS_RETURN_IF_ERROR(EnsureReady(deadline));

@@ -7,15 +7,19 @@
 // and a model whose tensors do not fit is refused by name before anything
 // is initialized. A job's pserver count changes across restarts (2 -> 3 ->
 // 1, re-sharded by fabps-reshard and by the launcher) with the parameters
-// and optimizer state bit-identical.
+// and optimizer state bit-identical, and while it runs (fabps-reshard
+// --run-dir) with its trainers following.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
+#include <chrono>
 #include <filesystem>
 #include <regex>
 #include <string>
+#include <thread>
 #include <vector>
 
+#include "base/deadline.h"
 #include "safetensors/safetensors.h"
 #include "tests/util/subprocess.h"
 
@@ -247,6 +251,83 @@ TEST(ModelLifecycle, PserverCountChangesTwoToThreeToOneBitIdentical) {
   const auto second = LastPassRow(out);
   EXPECT_LT(second.first, first.first) << out;
   EXPECT_GT(second.second, first.second - 0.02) << out;
+}
+
+// A running job re-sharded twice (2 -> 3 -> 1) by one command each: the
+// launcher stops its pservers, re-cuts their checkpoints and starts the new
+// count; the trainers stay up and follow the new layout; every pass trains
+// all its tasks and the job ends as well trained as usual.
+TEST(ModelLifecycle, RunningJobResizedByOneCommand) {
+  TempDir dir;
+  const std::string run = dir.File("run");
+  std::vector<std::string> argv = {
+      testing::BuiltBinary("tools/launch/fabps-launch"),
+      "--passes",
+      "4",
+      "--pservers",
+      "2",
+      "--trainers",
+      "2",
+      "--provider",
+      "tcp;ofi_rxm",
+      "--run-dir",
+      run,
+      "--data-dir",
+      dir.File("data"),
+      "--save-period",
+      "2"};
+  auto job = Subprocess::Start(argv, dir.File("job.out"));
+  ASSERT_TRUE(job.ok()) << job.status().ToString();
+  // Training has started once a trainer reported progress.
+  Deadline started = Deadline::InMs(180000);
+  while (testing::ReadFileOrEmpty(run + "/trainer-0.metrics")
+             .find("\"progress\"") == std::string::npos) {
+    ASSERT_FALSE(started.Expired())
+        << testing::ReadFileOrEmpty(dir.File("job.out"));
+    ASSERT_TRUE(job->running())
+        << testing::ReadFileOrEmpty(dir.File("job.out"));
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  for (int count : {3, 1}) {
+    std::string said;
+    ASSERT_EQ(RunToEnd(dir,
+                       {testing::BuiltBinary("tools/reshard/fabps-reshard"),
+                        "--run-dir", run, "--num-pservers",
+                        std::to_string(count), "--timeout", "120"},
+                       "resize-" + std::to_string(count), &said, 150000),
+              0)
+        << said << testing::ReadFileOrEmpty(dir.File("job.out"));
+    EXPECT_NE(said.find(" -> " + std::to_string(count) + " pservers"),
+              std::string::npos)
+        << said;
+  }
+  auto code = job->Wait(300000);
+  ASSERT_TRUE(code.ok()) << "the job did not end";
+  const std::string out = testing::ReadFileOrEmpty(dir.File("job.out"));
+  ASSERT_TRUE(WIFEXITED(*code) && WEXITSTATUS(*code) == 0) << out;
+  EXPECT_NE(out.find("the job runs on 3 pservers"), std::string::npos) << out;
+  EXPECT_NE(out.find("the job runs on 1 pservers"), std::string::npos) << out;
+  EXPECT_NE(out.find("| 1 pservers, 2 trainers |"), std::string::npos) << out;
+  EXPECT_EQ(out.find("supervisor: trainer"), std::string::npos)
+      << "a trainer ended instead of following:\n"
+      << out;
+  for (int t = 0; t < 2; ++t) {
+    EXPECT_NE(
+        testing::ReadFileOrEmpty(run + "/trainer-" + std::to_string(t) + ".log")
+            .find("following its new layout"),
+        std::string::npos)
+        << "trainer " << t;
+  }
+  // Every pass trained all its tasks; the last is as good as a job's.
+  std::regex pass(R"(pass (\d)/4 \[#+\] (\d+)/(\d+) tasks)");
+  int passes = 0;
+  for (std::sregex_iterator it(out.begin(), out.end(), pass), end; it != end;
+       ++it) {
+    ++passes;
+    EXPECT_EQ((*it)[2], (*it)[3]) << it->str();
+  }
+  EXPECT_EQ(passes, 4) << out;
+  EXPECT_GT(LastPassRow(out).second, 0.85) << out;
 }
 
 // A model file that does not fit the MLP: the trainer names the tensor and

@@ -247,6 +247,12 @@ class Launcher {
   // display.
   void ShowProgress();
   void MaybeKill();
+  // A running job re-sharded on request (fabps-reshard --run-dir): when
+  // <run-dir>/resize.request names another pserver count, the pservers stop
+  // (each checkpoints and releases its index), their checkpoints are re-cut
+  // (ReshardIfCountChanged) and that many pservers start; the trainers
+  // follow through the store. The answer goes to <run-dir>/resize.done.
+  void MaybeResize();
   // Restarts what ended on its own, replaces frozen pservers, and watches
   // the job's progress; the reason when the job must fail.
   Status Supervise(const std::vector<std::string>& ended,
@@ -728,6 +734,58 @@ void Launcher::MaybeKill() {
   display_.Note(msg);
 }
 
+void Launcher::MaybeResize() {
+  const std::string request = f_.run_dir + "/resize.request";
+  auto text = ReadWholeFile(request, 64);
+  if (!text.ok()) return;
+  ::unlink(request.c_str());
+  auto answer = [&](const std::string& line) {
+    Status s = WriteFileAtomically(f_.run_dir + "/resize.done", line + "\n");
+    if (!s.ok()) display_.Note("resize: " + s.ToString());
+  };
+  char* end = nullptr;
+  const long want = std::strtol(text->c_str(), &end, 10);
+  if (end == text->c_str() || (*end != '\0' && *end != '\n') || want < 1 ||
+      want > 64) {
+    answer("error: resize.request must hold a pserver count 1..64");
+    return;
+  }
+  const int had = f_.pservers;
+  if (want == had) {
+    answer("ok: the job already has " + std::to_string(had) + " pservers");
+    return;
+  }
+  display_.Note("re-sharding the running job: " + std::to_string(had) + " -> " +
+                std::to_string(want) + " pservers");
+  for (int i = 0; i < had; i++) sup_->Cancel("pserver-" + std::to_string(i));
+  // SIGTERM side by side: each checkpoints, records it and frees its index.
+  for (int i = 0; i < had; i++) {
+    Child* c = group_.Find("pserver-" + std::to_string(i));
+    if (c != nullptr && c->running) {
+      c->killed_on_purpose = true;
+      (void)c->process.Signal(SIGTERM);
+    }
+  }
+  for (int i = 0; i < had; i++)
+    group_.Stop("pserver-" + std::to_string(i), 30000);
+  f_.pservers = static_cast<int>(want);
+  Status s = ReshardIfCountChanged();
+  if (!s.ok()) f_.pservers = had;  // the job is as it was: the old ones again
+  ps_answers_.assign(f_.pservers, StallWatch());
+  ps_answered_.assign(f_.pservers, 0);
+  Status started = StartPservers();
+  if (!s.ok() || !started.ok()) {
+    const std::string why = !s.ok() ? s.ToString() : started.ToString();
+    display_.Note("resize failed: " + why);
+    answer("error: " + why);
+    return;
+  }
+  progress_watch_.Reset();
+  answer("ok: " + std::to_string(had) + " -> " + std::to_string(want) +
+         " pservers");
+  display_.Note("the job runs on " + std::to_string(want) + " pservers");
+}
+
 Status Launcher::Supervise(const std::vector<std::string>& ended,
                            std::vector<bool>* finished) {
   for (const auto& name : ended) {
@@ -1015,6 +1073,7 @@ int Launcher::Run() {
       return Finish(true, "");
     }
     MaybeKill();
+    MaybeResize();
     PublishStatus();
     std::this_thread::sleep_for(std::chrono::milliseconds(250));
   }

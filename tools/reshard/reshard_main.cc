@@ -8,19 +8,65 @@
 //       and the trainers, as after any restart.
 //   fabps-reshard --checkpoints DIR... --num-pservers M --out ROOT
 //       offline: ROOT/ps-<j> for j < M.
+//   fabps-reshard --run-dir DIR --num-pservers M
+//       a job fabps-launch runs in DIR, while it runs: the launcher stops
+//       its pservers (each checkpoints), re-shards and starts M; the
+//       trainers follow (tools/launch/launch.cc, MaybeResize). Waits for
+//       the launcher's answer (--timeout).
 //
 // Parameters and optimizer state are bit-identical before and after.
 // Exit status: 0 done, 1 failed (nothing changed, said on stderr), 2 bad
 // flags.
+#include <unistd.h>
+
 #include <CLI/CLI.hpp>
+#include <chrono>
 #include <cstdio>
+#include <thread>
 
 #include "base/cli.h"
+#include "base/deadline.h"
+#include "base/file_util.h"
 #include "coord/store.h"
 #include "tools/reshard/reshard_job.h"
 
+namespace {
+
+// Asks the launcher running the job in `run_dir` to re-shard it to `count`
+// pservers and prints its answer.
+int AskLauncher(const std::string& run_dir, uint32_t count, int timeout_s) {
+  const std::string request = run_dir + "/resize.request";
+  const std::string done = run_dir + "/resize.done";
+  ::unlink(done.c_str());
+  fabps::Status s =
+      fabps::WriteFileAtomically(request, std::to_string(count) + "\n");
+  if (!s.ok()) {
+    std::fprintf(stderr, "fabps-reshard: %s\n", s.ToString().c_str());
+    return 1;
+  }
+  const fabps::Deadline deadline = fabps::Deadline::InMs(timeout_s * 1000LL);
+  while (!deadline.Expired()) {
+    auto answer = fabps::ReadWholeFile(done, 4096);
+    if (answer.ok() && !answer->empty() && answer->back() == '\n') {
+      std::printf("fabps-launch: %s", answer->c_str());
+      return answer->rfind("ok", 0) == 0 ? 0 : 1;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  }
+  ::unlink(request.c_str());
+  std::fprintf(stderr,
+               "fabps-reshard: no answer from a launcher in %s within %d s "
+               "(does fabps-launch run a job there?)\n",
+               run_dir.c_str(), timeout_s);
+  return 1;
+}
+
+}  // namespace
+
 int main(int argc, char** argv) {
   fabps::tools::ReshardRequest r;
+  std::string run_dir;
+  int timeout_s = 300;
   CLI::App app(
       "fabps reshard: a stopped job's checkpoints cut for another number of "
       "pservers",
@@ -43,11 +89,21 @@ int main(int argc, char** argv) {
       "(default: none)");
   auto* out = app.add_option("--out", r.output_root,
                              "offline: write <out>/ps-<j> (default: none)");
+  auto* live = app.add_option(
+      "--run-dir", run_dir,
+      "a running fabps-launch job's run directory: re-shard it while it "
+      "runs (default: none)");
+  app.add_option("--timeout", timeout_s,
+                 "with --run-dir: seconds to wait for the launcher's answer")
+      ->check(CLI::Range(1, 86400));
   offline->excludes(store)->needs(out);
   out->needs(offline);
+  live->excludes(store)->excludes(offline);
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
+  if (!run_dir.empty()) return AskLauncher(run_dir, r.new_count, timeout_s);
   if (r.store_spec.empty() && r.checkpoint_dirs.empty()) {
-    std::fprintf(stderr, "fabps-reshard: give --store or --checkpoints\n");
+    std::fprintf(stderr,
+                 "fabps-reshard: give --store, --checkpoints or --run-dir\n");
     return 2;
   }
   if (fabps::Status v = fabps::coord::ValidateJobName(r.job); !v.ok()) {
