@@ -72,7 +72,8 @@ std::vector<std::string> Binaries() {
                                 "examples/ctr/fabps-ctr-trainer",
                                 "tools/status/fabps-status",
                                 "tools/export/fabps-export",
-                                "tools/logs/fabps-logs"};
+                                "tools/logs/fabps-logs",
+                                "tools/reshard/fabps-reshard"};
 #ifdef FABPS_HELP_TEST_BENCHES
   for (const char* bench :
        {"bench/master/fabps_master_bench", "bench/trainer/fabps_pushpull_bench",

@@ -68,8 +68,8 @@ int main(int argc, char** argv) {
   std::string run_dir;
   int timeout_s = 300;
   CLI::App app(
-      "fabps reshard: a stopped job's checkpoints cut for another number of "
-      "pservers",
+      "fabps reshard: a job's model cut for another number of pservers "
+      "(a stopped job, or a running fabps-launch job with --run-dir)",
       "fabps-reshard");
   app.add_option("--num-pservers", r.new_count, "the new number of pservers")
       ->required()
