@@ -42,6 +42,7 @@
 #include "thrift/job_token.h"
 #include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
+#include "thrift/rpc_server_metrics.h"
 
 namespace fabps::master {
 namespace {
@@ -130,6 +131,7 @@ int Run(const Flags& flags) {
   }
   metrics::Registry registry;
   RegisterMasterMetrics(&registry, dispatcher->get());
+  rpc::RegisterRpcServerMetrics(&registry, server->get(), "fabps_master", {});
   auto metrics_server =
       metrics::StartMetricsServer(flags.metrics, flags.host, &registry);
   if (!metrics_server.ok()) {

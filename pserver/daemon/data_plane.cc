@@ -259,12 +259,19 @@ void DataPlane::Apply(const std::shared_ptr<Trainer>& t, uint32_t slot,
   size_t bytes = g.bytes;
   const bool sync = shard.options().mode == ApplyMode::kSync;
   const uint64_t step = g.step;
-  Status s = shard.ApplyAsync(g, [this, t, slot, block, bytes, sync,
-                                  step](const Status& st) {
+  const auto arrived = std::chrono::steady_clock::now();
+  Status s = shard.ApplyAsync(g, [this, t, slot, block, bytes, sync, step,
+                                  arrived](const Status& st) {
     if (sync && st.ok()) return CreditWhenApplied(t, slot, block, step, bytes);
     if (st.ok()) {
       applied_++;
       bytes_applied_ += bytes;
+      if (options_.apply_seconds != nullptr) {
+        options_.apply_seconds->Observe(
+            std::chrono::duration<double>(std::chrono::steady_clock::now() -
+                                          arrived)
+                .count());
+      }
     } else {
       Reject("apply of block " + std::to_string(block) + ": " + st.ToString());
     }

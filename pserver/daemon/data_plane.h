@@ -52,6 +52,7 @@
 #include <vector>
 
 #include "base/status.h"
+#include "metrics/registry.h"
 #include "pserver/shard.h"
 #include "pserver/wire.h"
 #include "transport/fabric.h"
@@ -68,6 +69,10 @@ struct DataPlaneOptions {
   // Sync mode: how long a step may wait for the gradients of all trainers
   // before it is applied with those that arrived; >= 1.
   int64_t step_deadline_ms = 30000;
+  // When set: each applied push's time from its arrival to its credit
+  // (async mode: the apply itself and its wait for the block's lock and a
+  // TBB thread), in seconds. Must outlive the data plane.
+  metrics::Histogram* apply_seconds = nullptr;
 };
 
 struct TrainerRegistration {

@@ -53,6 +53,7 @@
 #include "thrift/job_token.h"
 #include "thrift/rpc_flags.h"
 #include "thrift/rpc_server.h"
+#include "thrift/rpc_server_metrics.h"
 
 namespace {
 
@@ -193,7 +194,14 @@ int Serve(Flags f, const std::string& token) {
   }
   fabps::SetLogRole("pserver", f.index);
 
+  // Before the data plane: it observes the apply histogram.
+  fabps::metrics::Registry registry;
+  const fabps::metrics::Labels labels = {{"index", std::to_string(f.index)}};
   fabps::pserver::DataPlaneOptions dpo;
+  dpo.apply_seconds = registry.AddHistogram(
+      "fabps_pserver_apply_seconds",
+      "time from a push's arrival to its credit (async: queueing and apply)",
+      fabps::metrics::ExponentialBuckets(1e-5, 4, 10), labels);
   dpo.provider = f.provider;
   dpo.interface_address = f.interface_address.empty() && f.provider != "shm"
                               ? f.advertise_host
@@ -245,8 +253,17 @@ int Serve(Flags f, const std::string& token) {
     FABPS_LOG(ERROR) << "rpc server: " << server.status().ToString();
     return 1;
   }
-  fabps::metrics::Registry registry;
   fabps::pserver::RegisterPserverMetrics(&registry, service.get());
+  fabps::rpc::RegisterRpcServerMetrics(&registry, server->get(),
+                                       "fabps_pserver", labels);
+  if (claim.index) {
+    fabps::coord::PserverClaim* held = claim.index.get();
+    registry.AddReadOut(fabps::metrics::Type::kGauge,
+                        "fabps_pserver_lease_held",
+                        "1 while this pserver holds its index's lease in the "
+                        "store, 0 once lost",
+                        labels, [held] { return held->held() ? 1.0 : 0.0; });
+  }
   auto metrics_server =
       fabps::metrics::StartMetricsServer(f.metrics, f.host, &registry);
   if (!metrics_server.ok()) {

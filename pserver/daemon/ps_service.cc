@@ -142,7 +142,11 @@ Status PServerService::Recover() {
 Status PServerService::Checkpoint() {
   if (!initialized_ || !checkpoints_) return Status::OK();
   std::lock_guard<std::mutex> c(ckpt_mu_);
+  const auto start = std::chrono::steady_clock::now();
   FABPS_ASSIGN_OR_RETURN(CheckpointInfo info, checkpoints_->Save(*shard_));
+  last_checkpoint_seconds_ =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
   last_checkpoint_ = info.path;
   last_checkpoint_ms_ = UnixMs();
   last_written_ = info;
@@ -152,6 +156,11 @@ Status PServerService::Checkpoint() {
 CheckpointInfo PServerService::LastWritten() {
   std::lock_guard<std::mutex> c(ckpt_mu_);
   return last_written_;
+}
+
+double PServerService::LastCheckpointSeconds() {
+  std::lock_guard<std::mutex> c(ckpt_mu_);
+  return last_checkpoint_seconds_;
 }
 
 void PServerService::CheckGrantLocked(int64_t trainer_id) {

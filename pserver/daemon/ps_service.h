@@ -66,6 +66,9 @@ class PServerService : public rpc::pserver::PServerIf {
   // The checkpoint the last successful Checkpoint() wrote (path "" before
   // the first), for the daemon to record in the store.
   CheckpointInfo LastWritten();
+  // How long the last successful Checkpoint() took, in seconds (0 before
+  // the first).
+  double LastCheckpointSeconds();
   bool initialized() const { return initialized_.load(); }
 
   rpc::pserver::InitGrantKind::type BeginInitParams(
@@ -102,7 +105,8 @@ class PServerService : public rpc::pserver::PServerIf {
   std::unique_ptr<CheckpointManager> checkpoints_;
   std::mutex ckpt_mu_;
   std::string last_checkpoint_;
-  CheckpointInfo last_written_;  // guarded by ckpt_mu_
+  CheckpointInfo last_written_;         // guarded by ckpt_mu_
+  double last_checkpoint_seconds_ = 0;  // guarded by ckpt_mu_
   int64_t last_checkpoint_ms_ = 0;
 };
 

@@ -12,6 +12,7 @@ void RegisterPserverMetrics(metrics::Registry* registry,
   struct Snapshot {
     rpc::pserver::PsStatus status;
     CheckpointInfo checkpoint;
+    double checkpoint_seconds = 0;
   };
   // Written by the refresh and read by the read-outs, all under the
   // registry's lock.
@@ -19,6 +20,7 @@ void RegisterPserverMetrics(metrics::Registry* registry,
   registry->AddRefresh([snap, service] {
     service->GetStatus(snap->status);
     snap->checkpoint = service->LastWritten();
+    snap->checkpoint_seconds = service->LastCheckpointSeconds();
   });
   rpc::pserver::PsStatus first;
   service->GetStatus(first);
@@ -63,6 +65,9 @@ void RegisterPserverMetrics(metrics::Registry* registry,
       [](const Snapshot& s) {
         return static_cast<double>(s.checkpoint.bytes);
       });
+  add(Type::kGauge, "fabps_pserver_checkpoint_duration_seconds",
+      "how long writing the last checkpoint took (0: none yet)",
+      [](const Snapshot& s) { return s.checkpoint_seconds; });
 }
 
 }  // namespace fabps::pserver

@@ -116,6 +116,25 @@ TEST(PrometheusTest, ScrapesPushesAppliedFromARealPserver) {
   EXPECT_EQ(QueryOne(web_port, "fabps_pserver_bytes_applied_total", &raw),
             std::to_string(kPushes * kBlock * sizeof(float)))
       << raw;
+  // The apply histogram counted every push; the control plane's counters
+  // saw at least the client's connections.
+  EXPECT_EQ(QueryOne(web_port, "fabps_pserver_apply_seconds_count", &raw),
+            std::to_string(kPushes))
+      << raw;
+  EXPECT_EQ(QueryOne(web_port,
+                     "fabps_pserver_apply_seconds_bucket{le=\"+Inf\"}", &raw),
+            std::to_string(kPushes))
+      << raw;
+  const std::string accepted =
+      QueryOne(web_port, "fabps_pserver_rpc_connections_accepted_total", &raw);
+  ASSERT_FALSE(accepted.empty()) << raw;
+  EXPECT_GE(std::stod(accepted), 1.0) << raw;
+  EXPECT_EQ(
+      QueryOne(web_port,
+               "fabps_pserver_rpc_connections_refused_total{reason=\"full\"}",
+               &raw),
+      "0")
+      << raw;
   ASSERT_TRUE(prom->Stop().ok());
 }
 
