@@ -45,6 +45,7 @@ import fnmatch  # noqa: E402
 import torch  # noqa: E402
 
 import fabps  # noqa: E402
+import fabps.log  # noqa: E402
 import fabps.torch  # noqa: E402
 
 import data  # noqa: E402
@@ -321,10 +322,7 @@ class Trainer:
 
 def main(argv):
     cfg = parse_flags(argv)
-    logging.basicConfig(
-        level=logging.INFO, stream=sys.stderr,
-        format=f"%(levelname).1s %(asctime)s fashion-mnist-torch-"
-               f"{cfg.trainer_id} %(message)s")
+    fabps.log.setup("trainer", cfg.trainer_id)
     torch.set_num_threads(cfg.threads)
     try:
         Trainer(cfg).run()

@@ -4,6 +4,9 @@
 // library's. Use it through the package (fabps/__init__.py).
 #include <pybind11/pybind11.h>
 
+#include <string>
+
+#include "base/log.h"
 #include "python/src/master_reader.h"
 #include "python/src/pserver_client.h"
 #include "python/src/recordio_file.h"
@@ -15,4 +18,12 @@ PYBIND11_MODULE(_core, m) {
   fabps::python::DefinePServerClient(m);
   fabps::python::DefineMasterReader(m);
   fabps::python::DefineRecordioFile(m);
+  // The C++ library's own log lines (base/log.h) name the process as the
+  // Python ones do (fabps.log.setup).
+  m.def(
+      "set_log_role",
+      [](const std::string& role, int index) {
+        fabps::SetLogRole(role, index);
+      },
+      pybind11::arg("role"), pybind11::arg("index") = -1);
 }
