@@ -14,11 +14,11 @@
 #include <cmath>
 #include <cstdlib>
 #include <deque>
-#include <fstream>
 #include <regex>
 #include <sstream>
 #include <string>
 
+#include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
 
 namespace fabps {
@@ -26,23 +26,6 @@ namespace {
 
 using testing::Subprocess;
 using testing::TempDir;
-
-// PIDs of processes whose command line mentions `needle`.
-std::vector<int> ProcessesMentioning(const std::string& needle) {
-  std::vector<int> out;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-    if (cmd.find(needle) != std::string::npos) out.push_back(pid);
-  }
-  closedir(d);
-  return out;
-}
 
 // The last lines of every process's log in `run_dir`: what a failed job's
 // test prints, since the run directory is gone after the test.
@@ -123,7 +106,7 @@ TEST(Launch, OnePassTrainsAndLeavesNothingBehind) {
   EXPECT_NE(out.find("fabps job finished"), std::string::npos) << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << "10 classes: chance is 0.1\n" << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -170,7 +153,7 @@ TEST(Launch, SurvivesAPserverKilledAndRestartedOverTls) {
       << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -189,7 +172,7 @@ TEST(Launch, OnEtcdSurvivesTheLeadingMasterKilled) {
       << out;
   double acc = AccuracyOfPass1(out);
   EXPECT_GT(acc, 0.5) << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -215,7 +198,7 @@ TEST(Launch, TorchTrainersReach85PercentInThreePasses) {
   std::string out = RunLauncher(dir, {"--trainer", "torch"}, &code, 3);
   ASSERT_EQ(code, 0) << out;
   EXPECT_GE(AccuracyOfPass(out, 3), 0.85) << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -235,7 +218,7 @@ TEST(Launch, TorchTrainersSurviveAPserverKilledAndRestarted) {
   EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
       << out;
   EXPECT_GT(AccuracyOfPass1(out), 0.5) << out;
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -264,7 +247,7 @@ std::string ExpectCtrWithin97Percent(const TempDir& dir,
     EXPECT_GT(planted_auc, 0.8) << out;
     EXPECT_GE(last, 0.97 * planted_auc) << out;
   }
-  EXPECT_TRUE(ProcessesMentioning(dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
   return out;
 }

@@ -5,19 +5,18 @@
 // once, and its restart takes the index back), a frozen pserver (replaced
 // after --unresponsive-timeout), the injector's seed (printed, and the same
 // seed kills the same processes), and fabps-supervise on its own.
-#include <dirent.h>
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
 
 #include <cstdlib>
-#include <fstream>
 #include <regex>
 #include <string>
 #include <thread>
 #include <vector>
 
 #include "base/deadline.h"
+#include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/wait_until.h"
 
@@ -26,42 +25,6 @@ namespace {
 
 using testing::Subprocess;
 using testing::TempDir;
-
-// PIDs of live processes whose argv[0] ends with `program` and whose
-// command line mentions `needle`.
-std::vector<int> Processes(const std::string& program,
-                           const std::string& needle) {
-  std::vector<int> out;
-  DIR* d = opendir("/proc");
-  if (d == nullptr) return out;
-  while (dirent* e = readdir(d)) {
-    int pid = std::atoi(e->d_name);
-    if (pid <= 0) continue;
-    std::ifstream in("/proc/" + std::string(e->d_name) + "/cmdline");
-    std::string cmd((std::istreambuf_iterator<char>(in)),
-                    std::istreambuf_iterator<char>());
-    std::string argv0 = cmd.substr(0, cmd.find('\0'));
-    std::ifstream stat("/proc/" + std::string(e->d_name) + "/stat");
-    std::string st((std::istreambuf_iterator<char>(stat)),
-                   std::istreambuf_iterator<char>());
-    bool zombie = st.find(") Z") != std::string::npos;
-    if (!zombie && argv0.size() >= program.size() &&
-        argv0.compare(argv0.size() - program.size(), program.size(), program) ==
-            0 &&
-        cmd.find(needle) != std::string::npos) {
-      out.push_back(pid);
-    }
-  }
-  closedir(d);
-  return out;
-}
-
-bool Alive(int pid) {
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string st((std::istreambuf_iterator<char>(stat)),
-                 std::istreambuf_iterator<char>());
-  return !st.empty() && st.find(") Z") == std::string::npos;
-}
 
 class Job {
  public:
@@ -100,7 +63,7 @@ class Job {
   }
   // The PID of one live process of `program` in this job (-1: none).
   int Pid(const std::string& program) {
-    auto pids = Processes(program, dir_.File("run"));
+    auto pids = testing::LiveProcesses(program, dir_.File("run"));
     return pids.empty() ? -1 : pids.front();
   }
   // Waits for the launcher; its output, its exit code in *code.
@@ -120,7 +83,7 @@ void ExpectFinishedWithNothingLeft(const TempDir& dir, const std::string& out,
                                    int code) {
   EXPECT_EQ(code, 0) << out;
   EXPECT_NE(out.find("fabps job finished"), std::string::npos) << out;
-  EXPECT_TRUE(Processes("", dir.File("run")).empty())
+  EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
 }
 
@@ -167,8 +130,8 @@ TEST(Supervise, PserverStoppedPastItsLeaseExitsAndIsRestarted) {
   // The fault itself lasts 6 s (3 TTLs of --lease-ttl 2).
   std::this_thread::sleep_for(std::chrono::seconds(6));
   ASSERT_EQ(::kill(pid, SIGCONT), 0);
-  EXPECT_TRUE(
-      testing::WaitUntil([&] { return !Alive(pid); }, Deadline::InMs(60000)))
+  EXPECT_TRUE(testing::WaitUntil([&] { return !testing::ProcessAlive(pid); },
+                                 Deadline::InMs(60000)))
       << "the pserver did not exit after losing its claim";
   int code = -1;
   std::string out = job.Finish(&code);
@@ -187,8 +150,8 @@ TEST(Supervise, FrozenPserverIsReplaced) {
   int pid = job.Pid("fabps-pserver");
   ASSERT_GT(pid, 0);
   ASSERT_EQ(::kill(pid, SIGSTOP), 0);
-  bool replaced =
-      testing::WaitUntil([&] { return !Alive(pid); }, Deadline::InMs(120000));
+  bool replaced = testing::WaitUntil(
+      [&] { return !testing::ProcessAlive(pid); }, Deadline::InMs(120000));
   if (!replaced) ::kill(pid, SIGCONT);
   EXPECT_TRUE(replaced) << "the frozen pserver was not replaced";
   int code = -1;

@@ -1,0 +1,50 @@
+#include "tests/util/proc_scan.h"
+
+#include <dirent.h>
+
+#include <cstdlib>
+
+#include "tests/util/subprocess.h"
+
+namespace fabps::testing {
+namespace {
+
+// "/proc/<pid>/stat" says state Z after the command's closing parenthesis.
+bool Zombie(const std::string& stat) {
+  return stat.find(") Z") != std::string::npos;
+}
+
+}  // namespace
+
+std::vector<int> LiveProcesses(const std::string& program,
+                               const std::string& needle) {
+  std::vector<int> out;
+  DIR* d = opendir("/proc");
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    int pid = std::atoi(e->d_name);
+    if (pid <= 0) continue;
+    const std::string dir = "/proc/" + std::string(e->d_name);
+    // ReadFileOrEmpty: "" when the process is gone, never an exception.
+    const std::string cmd = ReadFileOrEmpty(dir + "/cmdline");
+    const std::string argv0 = cmd.substr(0, cmd.find('\0'));
+    if (cmd.empty() || cmd.find(needle) == std::string::npos) continue;
+    if (argv0.size() < program.size() ||
+        argv0.compare(argv0.size() - program.size(), program.size(), program) !=
+            0) {
+      continue;
+    }
+    const std::string stat = ReadFileOrEmpty(dir + "/stat");
+    if (!stat.empty() && !Zombie(stat)) out.push_back(pid);
+  }
+  closedir(d);
+  return out;
+}
+
+bool ProcessAlive(int pid) {
+  const std::string stat =
+      ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");
+  return !stat.empty() && !Zombie(stat);
+}
+
+}  // namespace fabps::testing

@@ -1,0 +1,22 @@
+// Test helper: the processes of this machine as /proc shows them. A process
+// that exits while it is being read is simply not there (a read of its
+// files failing is not an error).
+#ifndef FABPS_TESTS_UTIL_PROC_SCAN_H_
+#define FABPS_TESTS_UTIL_PROC_SCAN_H_
+
+#include <string>
+#include <vector>
+
+namespace fabps::testing {
+
+// PIDs of live (not zombie) processes whose argv[0] ends with `program`
+// ("" : any) and whose command line mentions `needle`.
+std::vector<int> LiveProcesses(const std::string& program,
+                               const std::string& needle);
+
+// Whether `pid` exists and is not a zombie.
+bool ProcessAlive(int pid);
+
+}  // namespace fabps::testing
+
+#endif  // FABPS_TESTS_UTIL_PROC_SCAN_H_
