@@ -212,9 +212,15 @@ void DataPlane::OnImmediate(uint64_t data) {
     return SendCredit(t, imm->slot, imm->block, Status::Code::kInvalidArgument);
   }
   Shard* shard = shard_.load();
-  auto region =
-      shard ? shard->ValueRegion(imm->block)
-            : Result<BlockRegion>(Status::FailedPrecondition("no shard"));
+  if (shard == nullptr) {
+    // Not serving parameters (yet, or any more: shutting down, e.g. for a
+    // re-shard): the trainer's step is lost and it reconnects, as when a
+    // pserver dies; not a bad request.
+    Reject("block " + std::to_string(imm->block) +
+           ": no shard (not initialized, or shutting down)");
+    return SendCredit(t, imm->slot, imm->block, Status::Code::kUnavailable);
+  }
+  auto region = shard->ValueRegion(imm->block);
   if (!region.ok()) {
     Reject("block " + std::to_string(imm->block) + ": " +
            region.status().message());
