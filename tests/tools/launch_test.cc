@@ -19,6 +19,7 @@
 #include <string>
 
 #include "tests/util/proc_scan.h"
+#include "tests/util/launcher_argv.h"
 #include "tests/util/subprocess.h"
 
 namespace fabps {
@@ -58,23 +59,10 @@ std::string LogTails(const std::string& run_dir, size_t lines = 40) {
 std::string RunLauncher(const TempDir& dir,
                         const std::vector<std::string>& extra, int* code,
                         int passes = 1) {
-  std::vector<std::string> argv = {
-      testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes",
-      std::to_string(passes),
-      "--pservers",
-      "2",
-      "--trainers",
-      "2",
-      "--provider",
-      "tcp;ofi_rxm",
-      "--run-dir",
-      dir.File("run"),
-      "--data-dir",
-      dir.File("data"),
-      "--save-period",
-      "2"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
+  testing::LauncherJob job;
+  job.passes = passes;
+  job.save_period = 2;
+  std::vector<std::string> argv = testing::LauncherArgv(dir, job, extra);
   auto p = Subprocess::Start(argv, dir.File("launch.out"));
   EXPECT_TRUE(p.ok()) << p.status().ToString();
   auto st = p->Wait(240000);

@@ -14,6 +14,7 @@
 #include <sstream>
 
 #include "base/log.h"
+#include "tests/util/launcher_argv.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/wait_until.h"
 #include "tools/logs/log_reader.h"
@@ -165,21 +166,8 @@ TEST(FabpsLogs, FollowsLinesAsTheyAreWritten) {
 // it fails.
 ::testing::AssertionResult RunJob(const TempDir& dir,
                                   const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {
-      testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes",
-      "1",
-      "--pservers",
-      "2",
-      "--trainers",
-      "2",
-      "--provider",
-      "tcp;ofi_rxm",
-      "--run-dir",
-      dir.File("run"),
-      "--data-dir",
-      dir.File("data")};
-  argv.insert(argv.end(), extra.begin(), extra.end());
+  std::vector<std::string> argv =
+      testing::LauncherArgv(dir, testing::LauncherJob{}, extra);
   auto p = Subprocess::Start(argv, dir.File("launch.out"));
   if (!p.ok()) return ::testing::AssertionFailure() << p.status().ToString();
   auto st = p->Wait(240000);

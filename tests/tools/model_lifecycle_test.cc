@@ -21,6 +21,7 @@
 
 #include "base/deadline.h"
 #include "safetensors/safetensors.h"
+#include "tests/util/launcher_argv.h"
 #include "tests/util/subprocess.h"
 
 namespace fabps {
@@ -45,23 +46,13 @@ int RunToEnd(const TempDir& dir, const std::vector<std::string>& argv,
 int Launch(const TempDir& dir, const std::string& run,
            const std::vector<std::string>& extra, std::string* out,
            int pservers = 2, int passes = 1) {
-  std::vector<std::string> argv = {
-      testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes",
-      std::to_string(passes),
-      "--pservers",
-      std::to_string(pservers),
-      "--trainers",
-      "1",
-      "--provider",
-      "tcp;ofi_rxm",
-      "--run-dir",
-      dir.File(run),
-      "--data-dir",
-      dir.File("data"),
-      "--save-period",
-      "2"};
-  argv.insert(argv.end(), extra.begin(), extra.end());
+  testing::LauncherJob job;
+  job.passes = passes;
+  job.pservers = pservers;
+  job.trainers = 1;
+  job.run = run;
+  job.save_period = 2;
+  std::vector<std::string> argv = testing::LauncherArgv(dir, job, extra);
   return RunToEnd(dir, argv, run, out);
 }
 
@@ -260,22 +251,10 @@ TEST(ModelLifecycle, PserverCountChangesTwoToThreeToOneBitIdentical) {
 TEST(ModelLifecycle, RunningJobResizedByOneCommand) {
   TempDir dir;
   const std::string run = dir.File("run");
-  std::vector<std::string> argv = {
-      testing::BuiltBinary("tools/launch/fabps-launch"),
-      "--passes",
-      "4",
-      "--pservers",
-      "2",
-      "--trainers",
-      "2",
-      "--provider",
-      "tcp;ofi_rxm",
-      "--run-dir",
-      run,
-      "--data-dir",
-      dir.File("data"),
-      "--save-period",
-      "2"};
+  testing::LauncherJob shape;
+  shape.passes = 4;
+  shape.save_period = 2;
+  std::vector<std::string> argv = testing::LauncherArgv(dir, shape, {});
   auto job = Subprocess::Start(argv, dir.File("job.out"));
   ASSERT_TRUE(job.ok()) << job.status().ToString();
   // Training has started once a trainer reported progress.
