@@ -5,7 +5,8 @@
 #   push+pull GB/s at 64 MiB, 1 trainer, 1 pserver  /  RMA write GB/s at 4 MiB
 # against its target (>= 0.8x). Both are measured REPEAT times, alternating,
 # and the medians are compared. With SWEEP=1 it also prints the whole sweep
-# (model sizes x trainers x pservers, each the median of REPEAT runs).
+# (model sizes x trainers x pservers, each the median of REPEAT runs, with
+# their spread). Every run measures at least 2 s (--min-seconds).
 # Usage: bench/run_pushpull_bench.sh [BUILD_DIR] [PROVIDER ...]
 # Environment: REPEAT (3), SWEEP (0), QUICK (0: with SWEEP, the --quick
 # sweep), APPLY_THREADS (0: the pserver's default, all cores).
@@ -45,7 +46,7 @@ rma_write_gbs() {
 # The JSON row of one push/pull configuration (one run).
 pushpull_row() {
   local prov="$1"
-  timeout 600 "$pushpull" -p "$prov" --sizes 64 --trainers 1 --pservers 1 \
+  timeout 600 "$pushpull" -p "$prov" --sizes 64 --trainers 1 --pservers 1 --repeat 1 \
     --apply-threads "$apply_threads" --json | grep '^{' | tail -1
 }
 
@@ -79,14 +80,14 @@ quick=()
 [ "${QUICK:-0}" = "1" ] && quick=(--quick)
 echo
 echo "<!-- sweep: $(date -u '+%H:%M UTC'), load: $(cut -d' ' -f1-3 /proc/loadavg) -->"
-printf "| provider | MiB | trainers | pservers | push GB/s | pull GB/s | push+pull GB/s | step ms |\n"
-printf "|---|---|---|---|---|---|---|---|\n"
+printf "| provider | MiB | trainers | pservers | push GB/s | pull GB/s | push+pull GB/s | step ms | spread |\n"
+printf "|---|---|---|---|---|---|---|---|---|\n"
 for prov in "${providers[@]}"; do
   timeout 3600 "$pushpull" -p "$prov" --repeat "$repeat" --apply-threads "$apply_threads" \
     "${quick[@]}" --json | grep '^{' |
     $py -c 'import json,sys
 for l in sys.stdin:
     print("| {provider} | {mib} | {trainers} | {pservers} | {push_GBps:.2f} | {pull_GBps:.2f} | "
-          "{pushpull_GBps:.2f} | {step_ms:.1f} |".format(**json.loads(l)))'
+          "{pushpull_GBps:.2f} | {step_ms:.1f} | {spread:.0%} |".format(**json.loads(l)))'
 done
 echo "<!-- end: $(date -u '+%H:%M UTC'), load: $(cut -d' ' -f1-3 /proc/loadavg) -->"

@@ -8,15 +8,18 @@
 //   push  SendGrads + Wait   (RMA writes into landing slots, applied, credited)
 //   pull  GetParams          (RMA reads from the pserver arenas)
 // for some warm-up steps (buffers get registered there), then all trainers
-// meet at a barrier and run the measured steps. Columns:
+// meet at a barrier and run the measured steps: at least --steps, and on
+// until --min-seconds have passed (default 2 s, so that no configuration is
+// a sub-second sample of a noisy machine). Columns:
 //   push GB/s       sum over trainers of model bytes / that trainer's push time
 //   pull GB/s       likewise for pulls
-//   push+pull GB/s  2 x model bytes x trainers x steps / wall time of the
-//                   measured window (first start to last end)
+//   push+pull GB/s  2 x model bytes x steps of all trainers / wall time of
+//                   the measured window (first start to last end)
 //   step ms         mean push + pull time of one step of one trainer
-// GB is 1e9 bytes, as MB/sec in fabps_fabric_bench. With --repeat N every
-// configuration runs N times on fresh pservers and the run with the median
-// push+pull is printed.
+//   spread          (max - min) / median push+pull over the repeated runs
+// GB is 1e9 bytes, as MB/sec in fabps_fabric_bench. With --repeat N (3 by
+// default) every configuration runs N times on fresh pservers and the run
+// with the median push+pull is printed, with the spread of all N.
 //
 // Verified by default: gradients are all 1 and the learning rate 2^-10, so
 // after K pushes in total every element is exactly -K/1024; the first
@@ -59,9 +62,10 @@ struct Options {
   std::string sizes = "1,4,16,64,256";  // MiB
   std::string trainers = "1,2,4";
   std::string pservers = "1,2";
-  int steps = 0;   // measured steps; 0: about 512 MiB per config, 3..100
+  int steps = 0;   // least measured steps; 0: about 512 MiB per config, 3..100
   int warmup = 0;  // 0: steps / 8, at least 1
-  int repeat = 1;
+  double min_seconds = 2;  // the measured steps last at least this long
+  int repeat = 3;
   uint64_t block_elements = uint64_t{1} << 20;
   int apply_threads = 0;
   std::string pserver_binary = FABPS_PSERVER_BINARY;
@@ -74,8 +78,9 @@ struct Config {
   size_t mib = 0;
   int trainers = 0;
   int pservers = 0;
-  int steps = 0;
+  int steps = 0;  // at least this many measured steps per trainer
   int warmup = 0;
+  double min_seconds = 0;  // and on until this much time has passed
 };
 
 struct RunResult {
@@ -84,6 +89,7 @@ struct RunResult {
   double pushpull_gbps = 0;
   double step_ms = 0;
   double wall_s = 0;
+  int64_t steps = 0;  // measured steps of all trainers
 };
 
 // Per-trainer timings of the measured steps.
@@ -91,6 +97,7 @@ struct TrainerTimes {
   Clock::time_point start, end;
   double push_s = 0;
   double pull_s = 0;
+  int steps = 0;  // measured steps done
   Status status;
 };
 
@@ -161,12 +168,18 @@ void TrainerLoop(PServerClient* c, const Config& cfg, std::vector<float>* grad,
   std::vector<ParamBuffer> g = {{kParam, grad->data(), bytes}};
   std::vector<ParamBuffer> p = {{kParam, params->data(), bytes}};
   Status first;
-  for (int step = -cfg.warmup; step < cfg.steps; step++) {
+  const auto min_time = std::chrono::duration_cast<Clock::duration>(
+      std::chrono::duration<double>(cfg.min_seconds));
+  for (int step = -cfg.warmup;; step++) {
     if (step == 0) {
       barrier->Arrive();
       out->start = Clock::now();
     }
-    if (!first.ok()) continue;  // keep meeting the barrier, skip the work
+    if (step >= cfg.steps && Clock::now() - out->start >= min_time) break;
+    if (!first.ok()) {
+      if (step >= 0) break;  // the barrier is behind: stop at once
+      continue;              // keep meeting the barrier, skip the work
+    }
     auto t0 = Clock::now();
     auto h = c->SendGrads(g, OpDeadline());
     Status s = h.ok() ? c->Wait(*h, OpDeadline()) : h.status();
@@ -180,6 +193,7 @@ void TrainerLoop(PServerClient* c, const Config& cfg, std::vector<float>* grad,
     if (step >= 0) {
       out->push_s += Seconds(t1 - t0);
       out->pull_s += Seconds(t2 - t1);
+      out->steps++;
     }
   }
   out->end = Clock::now();
@@ -244,24 +258,27 @@ Result<RunResult> RunOnce(const Options& o, const Config& cfg) {
   RunResult r;
   Clock::time_point start = times[0].start, end = times[0].end;
   double step_s = 0;
+  int64_t steps = 0;  // measured steps of all trainers
   for (const auto& t : times) {
     start = std::min(start, t.start);
     end = std::max(end, t.end);
-    r.push_gbps += static_cast<double>(bytes) * cfg.steps / t.push_s / 1e9;
-    r.pull_gbps += static_cast<double>(bytes) * cfg.steps / t.pull_s / 1e9;
+    r.push_gbps += static_cast<double>(bytes) * t.steps / t.push_s / 1e9;
+    r.pull_gbps += static_cast<double>(bytes) * t.steps / t.pull_s / 1e9;
     step_s += t.push_s + t.pull_s;
+    steps += t.steps;
   }
   r.wall_s = Seconds(end - start);
-  r.pushpull_gbps = 2.0 * static_cast<double>(bytes) * cfg.trainers *
-                    cfg.steps / r.wall_s / 1e9;
-  r.step_ms = step_s * 1e3 / (cfg.trainers * cfg.steps);
+  r.steps = steps;
+  r.pushpull_gbps =
+      2.0 * static_cast<double>(bytes) * steps / r.wall_s / 1e9;
+  r.step_ms = step_s * 1e3 / steps;
 
   if (o.verify) {
     std::vector<float>& got = params[0];
     FABPS_RETURN_IF_ERROR(
         clients[0]->GetParams({{kParam, got.data(), bytes}}, OpDeadline()));
-    const int64_t pushes =
-        static_cast<int64_t>(cfg.trainers) * (cfg.warmup + cfg.steps);
+    const int64_t pushes = static_cast<int64_t>(cfg.trainers) * cfg.warmup +
+                           steps;
     const float want = -static_cast<float>(pushes) * kLearningRate;
     for (size_t i = 0; i < elements; i++) {
       if (got[i] != want) {
@@ -280,9 +297,16 @@ void PrintHeader(const Options& o, const std::string& provider) {
   if (o.json) return;
   std::printf("# push/pull over %s (pservers: %s)\n", provider.c_str(),
               o.pserver_binary.c_str());
-  std::printf("%-8s %-8s %-8s %-6s %-10s %-10s %-14s %-9s\n", "MiB", "trainers",
-              "pservers", "steps", "push GB/s", "pull GB/s", "push+pull GB/s",
-              "step ms");
+  std::printf("%-8s %-8s %-8s %-6s %-10s %-10s %-14s %-9s %s\n", "MiB",
+              "trainers", "pservers", "steps", "push GB/s", "pull GB/s",
+              "push+pull GB/s", "step ms", "spread");
+}
+
+// (max - min) / median of `runs`, as a fraction.
+double Spread(std::vector<double> runs) {
+  std::sort(runs.begin(), runs.end());
+  const double median = runs[(runs.size() - 1) / 2];
+  return median > 0 ? (runs.back() - runs.front()) / median : 0;
 }
 
 void PrintRow(const Options& o, const Config& cfg, const RunResult& r,
@@ -296,14 +320,17 @@ void PrintRow(const Options& o, const Config& cfg, const RunResult& r,
         "\"steps\":%d,\"warmup\":%d,\"push_GBps\":%.3f,\"pull_GBps\":%.3f,"
         "\"pushpull_GBps\":%.3f,\"step_ms\":%.3f,\"wall_s\":%.3f,\"apply_"
         "threads\":%d,"
-        "\"pushpull_GBps_runs\":[%s]}\n",
+        "\"pushpull_GBps_runs\":[%s],\"spread\":%.3f}\n",
         o.provider.c_str(), cfg.mib, cfg.mib << 20, cfg.trainers, cfg.pservers,
-        cfg.steps, cfg.warmup, r.push_gbps, r.pull_gbps, r.pushpull_gbps,
-        r.step_ms, r.wall_s, o.apply_threads, list.c_str());
+        static_cast<int>(r.steps / cfg.trainers), cfg.warmup, r.push_gbps,
+        r.pull_gbps, r.pushpull_gbps, r.step_ms, r.wall_s, o.apply_threads,
+        list.c_str(), Spread(runs));
   } else {
-    std::printf("%-8zu %-8d %-8d %-6d %-10.2f %-10.2f %-14.2f %-9.2f\n",
-                cfg.mib, cfg.trainers, cfg.pservers, cfg.steps, r.push_gbps,
-                r.pull_gbps, r.pushpull_gbps, r.step_ms);
+    std::printf(
+        "%-8zu %-8d %-8d %-6d %-10.2f %-10.2f %-14.2f %-9.2f %.0f%% of %zu\n",
+        cfg.mib, cfg.trainers, cfg.pservers,
+        static_cast<int>(r.steps / cfg.trainers), r.push_gbps, r.pull_gbps,
+        r.pushpull_gbps, r.step_ms, 100 * Spread(runs), runs.size());
   }
   std::fflush(stdout);
 }
@@ -329,6 +356,7 @@ Status Run(const Options& o) {
                                 : static_cast<int>(std::clamp<size_t>(
                                       budget_mib / (cfg.mib * t), 3, 100));
         cfg.warmup = o.warmup > 0 ? o.warmup : std::max(1, cfg.steps / 8);
+        cfg.min_seconds = o.min_seconds;
         std::vector<RunResult> runs;
         for (int i = 0; i < o.repeat; i++) {
           auto r = RunOnce(o, cfg);
@@ -368,12 +396,17 @@ int main(int argc, char** argv) {
   app.add_option("--pservers", o.pservers, "pserver counts, comma list");
   app.add_option(
          "--steps", o.steps,
-         "measured steps (0: about 512 MiB pushed per configuration, 3..100)")
+         "least measured steps (0: about 512 MiB pushed per configuration, "
+         "3..100), then on until --min-seconds")
       ->check(CLI::Range(0, 1000000));
   app.add_option("--warmup", o.warmup, "warm-up steps (0: steps/8, at least 1)")
       ->check(CLI::Range(0, 1000000));
+  app.add_option("--min-seconds", o.min_seconds,
+                 "measured steps go on until this long has passed")
+      ->check(CLI::Range(0.0, 3600.0));
   app.add_option("--repeat", o.repeat,
-                 "runs per configuration; the median is printed")
+                 "runs per configuration; the median is printed with the "
+                 "spread of all")
       ->check(CLI::Range(1, 100));
   app.add_option("--block-elements", o.block_elements,
                  "layout block size, elements")
