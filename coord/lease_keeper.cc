@@ -4,6 +4,7 @@
 #include <vector>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 
 namespace fabps::coord::internal {
 
@@ -11,7 +12,10 @@ using std::chrono::milliseconds;
 
 LeaseKeeper::LeaseKeeper(std::string name, RenewFn renew)
     : name_(std::move(name)), renew_(std::move(renew)) {
-  thread_ = std::thread([this] { Run(); });
+  thread_ = std::thread([this] {
+    SetThreadName("fabps-lease");
+    Run();
+  });
 }
 
 LeaseKeeper::~LeaseKeeper() {

@@ -6,6 +6,7 @@
 #include <chrono>
 
 #include "base/deadline.h"
+#include "base/thread_name.h"
 
 namespace fabps::metrics {
 namespace {
@@ -83,7 +84,10 @@ Result<std::unique_ptr<HttpServer>> HttpServer::Start(
                                ":" + std::to_string(options.port));
   }
   s->port_ = port;
-  s->thread_ = std::thread([&srv] { srv.listen_after_bind(); });
+  s->thread_ = std::thread([&srv] {
+    SetThreadName("fabps-metrics");
+    srv.listen_after_bind();
+  });
   // stop() is a no-op until the accept loop runs: wait for it, so the
   // destructor always ends the loop.
   Deadline ready = Deadline::InMs(10'000);

@@ -10,6 +10,7 @@
 #include <deque>
 
 #include "base/check.h"
+#include "base/thread_name.h"
 #include "pserver/sparse_rows.h"
 #include "pserver/tsan_annotations.h"
 #include "pserver/update_kernels.h"
@@ -59,6 +60,20 @@ struct Shard::Block {
 };
 
 namespace {
+
+// Names the TBB workers that join the apply arena (a caller's own thread
+// keeps its name).
+class ApplyThreadNamer final : public tbb::task_scheduler_observer {
+ public:
+  explicit ApplyThreadNamer(tbb::task_arena& arena)
+      : tbb::task_scheduler_observer(arena) {
+    observe(true);
+  }
+  ~ApplyThreadNamer() override { observe(false); }
+  void on_scheduler_entry(bool is_worker) override {
+    if (is_worker) SetThreadName("fabps-apply");
+  }
+};
 
 size_t Align64(size_t x) { return (x + 63) & ~size_t{63}; }
 
@@ -217,6 +232,7 @@ Status Shard::Init() {
   }
   task_arena_ =
       std::make_unique<tbb::task_arena>(threads, /*reserved_for_masters=*/0);
+  thread_namer_ = std::make_unique<ApplyThreadNamer>(*task_arena_);
   return Status::OK();
 }
 

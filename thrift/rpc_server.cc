@@ -19,6 +19,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "thrift/internal/connection_guard.h"
 #include "thrift/internal/guarded_processor.h"
 #include "thrift/internal/guarded_server_socket.h"
@@ -180,6 +181,8 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
   }
   auto server = rs->server_;
   rs->serve_thread_ = std::thread([server, signal] {
+    // Thrift's I/O threads start from here and inherit the name.
+    SetThreadName("fabps-rpc");
     std::string error;
     try {
       server->serve();
@@ -223,6 +226,7 @@ Result<std::unique_ptr<RpcServer>> RpcServer::Start(
   }
   int64_t tick_ms = std::clamp<int64_t>(shortest / 4, 50, 1000);
   rs->reaper_thread_ = std::thread([raw = rs.get(), tick_ms] {
+    SetThreadName("fabps-rpc-reap");
     std::unique_lock<std::mutex> l(raw->reaper_mu_);
     while (!raw->reaper_cv_.wait_for(l, std::chrono::milliseconds(tick_ms),
                                      [raw] { return raw->reaper_stop_; })) {

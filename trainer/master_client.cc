@@ -8,6 +8,7 @@
 #include <thread>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "coord/store.h"
 #include "recordio/reader.h"
 #include "trainer/master_rpc.h"
@@ -53,7 +54,10 @@ class MasterClient::Impl {
     terminal_.reset();
     started_ = true;
     stop_ = false;
-    producer_ = std::thread([this, pass] { Produce(pass); });
+    producer_ = std::thread([this, pass] {
+      SetThreadName("fabps-tasks");
+      Produce(pass);
+    });
     return Status::OK();
   }
 

@@ -269,16 +269,15 @@ Result<RunResult> RunOnce(const Options& o, const Config& cfg) {
   }
   r.wall_s = Seconds(end - start);
   r.steps = steps;
-  r.pushpull_gbps =
-      2.0 * static_cast<double>(bytes) * steps / r.wall_s / 1e9;
+  r.pushpull_gbps = 2.0 * static_cast<double>(bytes) * steps / r.wall_s / 1e9;
   r.step_ms = step_s * 1e3 / steps;
 
   if (o.verify) {
     std::vector<float>& got = params[0];
     FABPS_RETURN_IF_ERROR(
         clients[0]->GetParams({{kParam, got.data(), bytes}}, OpDeadline()));
-    const int64_t pushes = static_cast<int64_t>(cfg.trainers) * cfg.warmup +
-                           steps;
+    const int64_t pushes =
+        static_cast<int64_t>(cfg.trainers) * cfg.warmup + steps;
     const float want = -static_cast<float>(pushes) * kLearningRate;
     for (size_t i = 0; i < elements; i++) {
       if (got[i] != want) {

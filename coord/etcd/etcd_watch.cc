@@ -7,6 +7,7 @@
 #include <condition_variable>
 #include <thread>
 
+#include "base/thread_name.h"
 #include "coord/etcd/etcd_json.h"
 #include "coord/keyspace.h"
 #include "coord/watch_queue.h"
@@ -35,7 +36,10 @@ class EtcdWatch : public Watch {
       std::lock_guard<std::mutex> lock(registry_->mu);
       registry_->live.insert(this);
     }
-    thread_ = std::thread([this] { Run(); });
+    thread_ = std::thread([this] {
+      SetThreadName("fabps-watch");
+      Run();
+    });
   }
 
   ~EtcdWatch() override {

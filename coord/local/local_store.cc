@@ -19,6 +19,7 @@
 #include "base/file_util.h"
 #include "base/little_endian.h"
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "coord/keyspace.h"
 #include "coord/lease_keeper.h"
 #include "coord/local/file_util.h"
@@ -318,7 +319,10 @@ Status LocalStore::Open() {
   keeper_ = std::make_unique<internal::LeaseKeeper>(
       "local:" + dir_,
       [this](LeaseId id, Deadline d) { return KeepAliveOnce(id, d); });
-  poller_ = std::thread([this] { PollLoop(); });
+  poller_ = std::thread([this] {
+    SetThreadName("fabps-store");
+    PollLoop();
+  });
   return Status::OK();
 }
 

@@ -10,6 +10,7 @@
 #include <set>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "pserver/dtype.h"
 #include "pserver/rows_slot.h"
 #include "pserver/sparse_rows.h"
@@ -116,7 +117,10 @@ Status DataPlane::AttachShard(Shard* shard) {
       std::lock_guard<std::mutex> l(watch_mu_);
       watch_stop_ = false;
     }
-    watcher_ = std::thread([this] { WatchSteps(); });
+    watcher_ = std::thread([this] {
+      SetThreadName("fabps-steps");
+      WatchSteps();
+    });
   }
   return Status::OK();
 }

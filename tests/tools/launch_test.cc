@@ -18,8 +18,8 @@
 #include <sstream>
 #include <string>
 
-#include "tests/util/proc_scan.h"
 #include "tests/util/launcher_argv.h"
+#include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
 
 namespace fabps {

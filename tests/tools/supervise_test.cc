@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "base/deadline.h"
-#include "tests/util/proc_scan.h"
 #include "tests/util/launcher_argv.h"
+#include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
 #include "tests/util/wait_until.h"
 

@@ -6,7 +6,9 @@
 #include <gtest/gtest.h>
 #include <signal.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cmath>
 #include <filesystem>
@@ -16,6 +18,7 @@
 
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
+#include "tests/util/proc_scan.h"
 #include "transport/fabric.h"
 
 namespace fabps::trainer {
@@ -372,6 +375,31 @@ TEST_P(PServerClientTest, FinishedWaitsInSlicesWithoutBreakingTheClient) {
   for (size_t i = 0; i < kBlock; i++) ASSERT_EQ(after[i], block[i] - 1.0f);
 }
 
+// The pserver's threads carry names (top -H, perf, /proc): its fabric's
+// progress thread, its apply workers and its control-plane server; so does
+// the trainer library's progress thread in this process.
+TEST_P(PServerClientTest, ThreadsAreNamed) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> g(kBlock, 1.0f);
+  auto h =
+      (*c)->SendGrads({{"block", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  ASSERT_TRUE((*c)->Wait(*h, Deadline::InMs(kMs)).ok());
+  auto has = [](const std::vector<std::string>& names, const std::string& n) {
+    return std::find(names.begin(), names.end(), n) != names.end();
+  };
+  std::vector<std::string> ps = testing::ThreadNames(cluster.proc(0).pid());
+  std::string all;
+  for (const auto& n : ps) all += n + " ";
+  EXPECT_TRUE(has(ps, "fabps-progress")) << all;
+  EXPECT_TRUE(has(ps, "fabps-apply")) << all;
+  EXPECT_TRUE(has(ps, "fabps-rpc")) << all;
+  EXPECT_TRUE(has(testing::ThreadNames(::getpid()), "fabps-progress"));
+}
+
 // One client shared by threads: calls are serialized inside, nothing is
 // lost.
 TEST_P(PServerClientTest, ClientSharedByThreadsIsExact) {
@@ -509,8 +537,9 @@ TEST_P(PServerClientTest, ClientRidesOutAPserverRestart) {
     float want = init[b.first_element] - got[b.first_element];
     ASSERT_TRUE(want == 3.0f || want == 3.0f - failed_steps)
         << "block " << b.id << ": " << want;
-    if (b.pserver == 1)
+    if (b.pserver == 1) {
       EXPECT_EQ(want, 3.0f - failed_steps) << "restarted from init";
+    }
     for (uint64_t i = b.first_element; i < b.first_element + b.num_elements;
          i++) {
       ASSERT_EQ(init[i] - got[i], want) << "element " << i << " of block "

@@ -5,20 +5,19 @@ namespace fabps::testing {
 std::vector<std::string> LauncherArgv(const TempDir& dir,
                                       const LauncherJob& job,
                                       const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {
-      BuiltBinary("tools/launch/fabps-launch"),
-      "--passes",
-      std::to_string(job.passes),
-      "--pservers",
-      std::to_string(job.pservers),
-      "--trainers",
-      std::to_string(job.trainers),
-      "--provider",
-      "tcp;ofi_rxm",
-      "--run-dir",
-      dir.File(job.run),
-      "--data-dir",
-      dir.File("data")};
+  std::vector<std::string> argv = {BuiltBinary("tools/launch/fabps-launch"),
+                                   "--passes",
+                                   std::to_string(job.passes),
+                                   "--pservers",
+                                   std::to_string(job.pservers),
+                                   "--trainers",
+                                   std::to_string(job.trainers),
+                                   "--provider",
+                                   "tcp;ofi_rxm",
+                                   "--run-dir",
+                                   dir.File(job.run),
+                                   "--data-dir",
+                                   dir.File("data")};
   if (job.save_period > 0) {
     argv.push_back("--save-period");
     argv.push_back(std::to_string(job.save_period));

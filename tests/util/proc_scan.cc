@@ -41,6 +41,23 @@ std::vector<int> LiveProcesses(const std::string& program,
   return out;
 }
 
+std::vector<std::string> ThreadNames(int pid) {
+  std::vector<std::string> out;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return out;
+  while (dirent* e = readdir(d)) {
+    if (std::atoi(e->d_name) <= 0) continue;
+    std::string name =
+        ReadFileOrEmpty(dir + "/" + std::string(e->d_name) + "/comm");
+    if (name.empty()) continue;  // the thread ended meanwhile
+    if (name.back() == '\n') name.pop_back();
+    out.push_back(name);
+  }
+  closedir(d);
+  return out;
+}
+
 bool ProcessAlive(int pid) {
   const std::string stat =
       ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");

@@ -17,6 +17,10 @@ std::vector<int> LiveProcesses(const std::string& program,
 // Whether `pid` exists and is not a zombie.
 bool ProcessAlive(int pid);
 
+// The names of the threads of `pid` (/proc/<pid>/task/*/comm), one entry per
+// thread; empty when the process is gone.
+std::vector<std::string> ThreadNames(int pid);
+
 }  // namespace fabps::testing
 
 #endif  // FABPS_TESTS_UTIL_PROC_SCAN_H_

@@ -10,6 +10,7 @@
 #include <chrono>
 
 #include "base/log.h"
+#include "base/thread_name.h"
 #include "transport/ofi/ofi_error.h"
 #include "transport/ofi/ofi_fabric.h"
 
@@ -173,6 +174,7 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
     // The thread owns a reference: if it ever gets stuck in the provider,
     // Shutdown abandons it and this object stays valid for it.
     progress_thread_ = std::thread([self = shared_from_this()] {
+      SetThreadName("fabps-progress");
       self->ProgressLoop();
       std::lock_guard<std::mutex> l(self->exit_mu_);
       self->thread_exited_ = true;
