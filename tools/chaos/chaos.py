@@ -31,53 +31,10 @@ import sys
 import tempfile
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+from job_procs import job_processes, training_started  # noqa: E402
+
 ROLES = ("trainer", "pserver", "master")
-
-
-def role_of(cmdline):
-    """The role of a job process from its argv, or None."""
-    prog = os.path.basename(cmdline[0]) if cmdline else ""
-    if prog == "fabps-pserver":
-        return "pserver"
-    if prog == "fabps-master":
-        return "master"
-    if prog == "etcd":
-        return "etcd"
-    if "trainer" in prog or "torch" in prog or any(
-            "fashion_mnist_torch" in a for a in cmdline[:2]):
-        return "trainer"
-    return None
-
-
-def job_processes(run_dir):
-    """{role: [pid, ...]} of the running processes of the job in run_dir."""
-    out = {}
-    for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                argv = f.read().split(b"\0")
-            with open("/proc/%s/stat" % entry) as f:
-                state = f.read().rsplit(")", 1)[1].split()[0]
-        except OSError:
-            continue
-        argv = [a.decode(errors="replace") for a in argv if a]
-        if state == "Z" or not any(run_dir in a for a in argv):
-            continue
-        role = role_of(argv)
-        if role is not None and os.path.basename(argv[0]) != "fabps-launch":
-            out.setdefault(role, []).append(int(entry))
-    return out
-
-
-def training_started(run_dir):
-    for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
-        if name.endswith(".metrics"):
-            with open(os.path.join(run_dir, name), errors="replace") as f:
-                if '"progress"' in f.read():
-                    return True
-    return False
 
 
 def last_accuracy(out):
