@@ -179,7 +179,7 @@ def main():
     run_dir = os.path.join(work, "run")
     cmd = [launch, "--run-dir", run_dir, "--data-dir", args.data_dir]
     if "--passes" not in args.launch_args:
-        cmd += ["--passes", "3"]
+        cmd += ["--passes", "10"]  # ended after the window
     cmd += args.launch_args
     print("job: %s" % " ".join(cmd), file=sys.stderr)
     out = open(os.path.join(work, "launch.out"), "w")

@@ -1,8 +1,10 @@
 // A peer process that dies or stops answering mid-transfer gives the waiter
 // an error within its deadline, never a hang; the endpoint keeps serving
-// other peers afterwards.
+// other peers afterwards. A small transfer waiting on a stopped peer leaves
+// the progress thread asleep.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <sstream>
@@ -11,6 +13,7 @@
 
 #include "base/hex.h"
 #include "tests/transport/provider_params.h"
+#include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
 #include "transport/fabric.h"
 
@@ -145,6 +148,58 @@ TEST_P(PeerDeathTest, KilledPeerGivesErrorWithinDeadline) {
 
 TEST_P(PeerDeathTest, StoppedPeerGivesTimeoutWithinDeadline) {
   RunPeerFailure(GetParam(), SIGSTOP);
+}
+
+// While only a small transfer is in flight (here a 64 KiB read from a peer
+// that stopped answering), the progress thread sleeps on the completion
+// queue's wait object instead of polling: over a second of waiting it uses a
+// small part of a core (a polling thread uses all of one it can get). When
+// the peer comes back, the read completes. Providers without a wait object
+// (shm, sockets) poll by design and are skipped.
+TEST_P(PeerDeathTest, SmallTransferInFlightLeavesProgressThreadAsleep) {
+  const std::string provider = GetParam();
+  if (provider == "shm" || provider == "sockets") {
+    GTEST_SKIP() << provider << ": the progress thread polls (no wait object)";
+  }
+  ::unsetenv("FABPS_PROGRESS_HOT_BYTES");  // the default threshold
+  FABPS_OPEN_OR_SKIP(fabric, provider);
+  TempDir dir;
+  Subprocess peer;
+  auto info = StartPeer(provider, dir, "sleeper", &peer);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  auto ep = fabric->CreateEndpoint(ProgressMode::kThread);
+  ASSERT_TRUE(ep.ok());
+  auto id = (*ep)->AddPeer(info->address);
+  ASSERT_TRUE(id.ok());
+  const size_t kLen = 64 << 10;
+  std::vector<char> buf(kLen, 0);
+  auto mr = fabric->Register(buf.data(), buf.size());
+  ASSERT_TRUE(mr.ok());
+  auto warm =
+      (*ep)->Read(*id, **mr, 0, kLen, info->region, 0, Deadline::InMs(20000));
+  ASSERT_TRUE(warm.ok() && warm->Wait(Deadline::InMs(20000)).ok());
+
+  ASSERT_TRUE(peer.Signal(SIGSTOP).ok());
+  auto r =
+      (*ep)->Read(*id, **mr, 0, kLen, info->region, 0, Deadline::InMs(60000));
+  ASSERT_TRUE(r.ok()) << r.status().ToString();
+  // The thread's hot spell after the post (300 us) is over long before.
+  std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  const double before =
+      fabps::testing::ThreadCpuSeconds(::getpid(), "fabps-progress");
+  auto start = std::chrono::steady_clock::now();
+  std::this_thread::sleep_for(std::chrono::seconds(1));
+  const double cpu =
+      fabps::testing::ThreadCpuSeconds(::getpid(), "fabps-progress") - before;
+  const double wall =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_FALSE(r->done()) << "read done while the peer was stopped";
+  EXPECT_LT(cpu, 0.3 * wall) << "the progress thread used " << cpu
+                             << " CPU s in " << wall << " s of waiting";
+  ASSERT_TRUE(peer.Signal(SIGCONT).ok());
+  EXPECT_TRUE(r->Wait(Deadline::InMs(20000)).ok());
+  peer.Kill();
 }
 
 INSTANTIATE_TEST_SUITE_P(Providers, PeerDeathTest,

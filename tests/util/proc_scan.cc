@@ -1,8 +1,10 @@
 #include "tests/util/proc_scan.h"
 
 #include <dirent.h>
+#include <unistd.h>
 
 #include <cstdlib>
+#include <sstream>
 
 #include "tests/util/subprocess.h"
 
@@ -56,6 +58,35 @@ std::vector<std::string> ThreadNames(int pid) {
   }
   closedir(d);
   return out;
+}
+
+double ThreadCpuSeconds(int pid, const std::string& name) {
+  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
+  DIR* d = opendir(dir.c_str());
+  if (d == nullptr) return 0;
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  while (dirent* e = readdir(d)) {
+    if (std::atoi(e->d_name) <= 0) continue;
+    // "tid (comm) state ppid ..." : utime and stime are fields 14 and 15,
+    // the 12th and 13th after the closing parenthesis.
+    const std::string stat =
+        ReadFileOrEmpty(dir + "/" + std::string(e->d_name) + "/stat");
+    const size_t open = stat.find('(');
+    const size_t close = stat.rfind(')');
+    if (open == std::string::npos || close == std::string::npos) continue;
+    if (stat.substr(open + 1, close - open - 1) != name) continue;
+    std::istringstream rest(stat.substr(close + 2));
+    std::string field;
+    double utime = 0, stime = 0;
+    for (int i = 1; i <= 13 && rest >> field; i++) {
+      if (i == 12) utime = std::atof(field.c_str());
+      if (i == 13) stime = std::atof(field.c_str());
+    }
+    total += (utime + stime) / ticks;
+  }
+  closedir(d);
+  return total;
 }
 
 bool ProcessAlive(int pid) {

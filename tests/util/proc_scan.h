@@ -21,6 +21,9 @@ bool ProcessAlive(int pid);
 // thread; empty when the process is gone.
 std::vector<std::string> ThreadNames(int pid);
 
+// User plus system CPU seconds so far of the threads of `pid` named `name`.
+double ThreadCpuSeconds(int pid, const std::string& name);
+
 }  // namespace fabps::testing
 
 #endif  // FABPS_TESTS_UTIL_PROC_SCAN_H_

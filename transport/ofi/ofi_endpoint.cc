@@ -7,7 +7,10 @@
 #include <sched.h>
 
 #include <algorithm>
+#include <cerrno>
 #include <chrono>
+#include <cstdlib>
+#include <mutex>
 
 #include "base/log.h"
 #include "base/thread_name.h"
@@ -27,15 +30,25 @@ struct PartContext {
 struct OfiEndpoint::Op : internal::OpState {
   explicit Op(int parts) : OpState(parts), ctx(parts) {}
   std::vector<PartContext> ctx;
+  bool hot = false;  // keeps the progress thread polling while in flight
 };
 
 namespace {
 constexpr size_t kMaxAddressBytes = 1024;
 constexpr int kCqBatch = 32;
 // The progress thread keeps polling this long after the last completion
-// (or while any local operation is in flight) before it blocks on the CQ's
-// wait object: back-to-back operations then see no wake-up latency.
+// (or while a hot operation is in flight, see HotBytes) before it blocks on
+// the CQ's wait object: back-to-back operations then see no wake-up latency.
 constexpr auto kHot = std::chrono::microseconds(300);
+// An operation of at least this many bytes is hot: while it is in flight the
+// progress thread polls, because the provider moves a large transfer's bytes
+// only as its CQ is read and a blocked thread would wait for the wake-up
+// bound between socket buffers. A smaller one (a gradient block of a small
+// model, a credit) lets the thread block: its completion arrives through
+// the wait object, and the core is left to the trainer's compute. 4 MiB is
+// the default layout block of float32. Measured in bench/README.md
+// ("Progress while a transfer is in flight").
+constexpr size_t kDefaultHotBytes = size_t{4} << 20;
 // Without a wait object to block on: stay hot (yielding) this long, then
 // sleep in 100 us steps.
 constexpr auto kHotPolling = std::chrono::milliseconds(20);
@@ -45,8 +58,31 @@ constexpr auto kHotPolling = std::chrono::milliseconds(20);
 constexpr int kBlockMs = 2;
 }  // namespace
 
+namespace {
+
+// kDefaultHotBytes, or FABPS_PROGRESS_HOT_BYTES when it holds a byte count
+// (0: every operation is hot, the polling of old; a large value: none is).
+size_t HotBytes() {
+  const char* v = std::getenv("FABPS_PROGRESS_HOT_BYTES");
+  if (v == nullptr || *v == '\0') return kDefaultHotBytes;
+  char* end = nullptr;
+  errno = 0;
+  unsigned long long n = std::strtoull(v, &end, 10);
+  if (*end != '\0' || errno != 0 || v[0] == '-') {
+    static std::once_flag warned;
+    std::call_once(warned, [v] {
+      FABPS_LOG(WARNING) << "FABPS_PROGRESS_HOT_BYTES='" << v
+                         << "' is not a byte count; using " << kDefaultHotBytes;
+    });
+    return kDefaultHotBytes;
+  }
+  return static_cast<size_t>(n);
+}
+
+}  // namespace
+
 OfiEndpoint::OfiEndpoint(OfiFabric* fabric, ProgressMode mode)
-    : fabric_(fabric), mode_(mode) {}
+    : fabric_(fabric), mode_(mode), hot_bytes_(HotBytes()) {}
 
 namespace {
 
@@ -271,8 +307,9 @@ Result<fi_addr_t> OfiEndpoint::PeerAddress(PeerId peer) {
   return it->second;
 }
 
-std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts) {
+std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
   auto op = std::make_shared<Op>(parts);
+  op->hot = bytes >= hot_bytes_;
   op->driver.store(this);
   for (auto& c : op->ctx) {
     c.ep = this;
@@ -281,17 +318,21 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts) {
   {
     std::lock_guard<std::mutex> l(ops_mu_);
     inflight_[op.get()] = op;
+    if (op->hot) hot_inflight_++;
   }
-  // A progress thread blocked on the CQ must poll while this is in flight
-  // (the provider moves the bytes only when its CQ is read). Ordered with
-  // BlockOnCq's check of inflight_ through ops_mu_.
-  if (blocked_.load()) fi_cq_signal(cq_);
+  // A progress thread blocked on the CQ must poll while a hot operation is
+  // in flight (the provider moves its bytes only when its CQ is read).
+  // Ordered with BlockOnCq's check of hot_inflight_ through ops_mu_.
+  if (op->hot && blocked_.load()) fi_cq_signal(cq_);
   return op;
 }
 
 void OfiEndpoint::Finish(Op* op) {
   std::lock_guard<std::mutex> l(ops_mu_);
-  inflight_.erase(op);
+  auto it = inflight_.find(op);
+  if (it == inflight_.end()) return;
+  if (op->hot) hot_inflight_--;
+  inflight_.erase(it);
 }
 
 Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest,
@@ -342,7 +383,7 @@ Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region,
   if (len > fabric_->max_message_size())
     return Status::InvalidArgument("send: message too long");
   FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
-  auto op = NewOp(1);
+  auto op = NewOp(1, len);
   char* buf = static_cast<char*>(region.data()) + offset;
   Status s = PostPart(Kind::kSend, op.get(), 0, dest, buf, len,
                       LocalDescriptor(region), 0, 0, nullptr, deadline);
@@ -361,7 +402,9 @@ Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset,
                                    ") outside the registered region of " +
                                    std::to_string(region.size()) + " bytes");
   }
-  auto op = NewOp(1);
+  // A posted receive waits for a peer: arriving data wakes a blocked
+  // progress thread, so it never keeps it polling.
+  auto op = NewOp(1, 0);
   char* buf = static_cast<char*>(region.data()) + offset;
   Status s = PostPart(Kind::kRecv, op.get(), 0, FI_ADDR_UNSPEC, buf, len,
                       LocalDescriptor(region), 0, 0, nullptr, deadline);
@@ -413,7 +456,7 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
   FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
   const size_t limit = transfer_limit_ == 0 ? len : transfer_limit_;
   const int parts = len == 0 ? 1 : static_cast<int>(1 + (len - 1) / limit);
-  auto op = NewOp(parts);
+  auto op = NewOp(parts, len);
   char* base = static_cast<char*>(region.data()) + offset;
   void* desc = LocalDescriptor(region);
   for (int i = 0; i < parts; i++) {
@@ -553,7 +596,7 @@ Result<size_t> OfiEndpoint::BlockOnCq() {
   bool idle;
   {
     std::lock_guard<std::mutex> l(ops_mu_);
-    idle = inflight_.empty();
+    idle = hot_inflight_ == 0;
   }
   Result<size_t> r = size_t{0};
   if (idle && !stop_.load()) {
@@ -595,7 +638,7 @@ void OfiEndpoint::ProgressLoop() {
     bool busy = r.value() > 0;
     if (!busy) {
       std::lock_guard<std::mutex> l(ops_mu_);
-      busy = !inflight_.empty();
+      busy = hot_inflight_ > 0;
     }
     if (busy) {
       last_activity = now;

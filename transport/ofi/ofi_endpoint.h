@@ -84,7 +84,9 @@ class OfiEndpoint final : public Endpoint,
                          size_t offset, size_t len, const RemoteRegion& remote,
                          uint64_t remote_offset,
                          std::optional<uint64_t> immediate, Deadline deadline);
-  std::shared_ptr<Op> NewOp(int parts);
+  // A new operation of `parts` provider operations moving `bytes`, in
+  // flight until Finish.
+  std::shared_ptr<Op> NewOp(int parts, size_t bytes);
   void Finish(Op* op);
   Result<fi_addr_t> PeerAddress(PeerId peer);
   // Handles what fi_cq_read or fi_cq_sread returned (`n` entries or an
@@ -115,6 +117,11 @@ class OfiEndpoint final : public Endpoint,
 
   std::mutex ops_mu_;
   std::unordered_map<Op*, std::shared_ptr<Op>> inflight_;
+  int hot_inflight_ = 0;  // of inflight_, those with hot set
+  // Operations of at least this many bytes keep the progress thread polling
+  // while in flight; smaller ones let it block on the CQ's wait object
+  // (HotBytes() in ofi_endpoint.cc).
+  const size_t hot_bytes_;
 
   std::mutex imm_mu_;
   std::condition_variable imm_cv_;
