@@ -7,7 +7,9 @@ process of a role, SIGSTOP of one for a random 0.5-30 s (then SIGCONT), or
 SIGSTOP of the job's etcd for 1-30 s. The fault comes at a random moment
 2-15 s after training starts. Prints one line per trial and a table per
 kind: survived/total, wall time, test accuracy (the last pass), and jobs
-that did not end by themselves within 3x the undisturbed run's time.
+that did not end by themselves within 3x the undisturbed run's time. A job
+survived when it exited 0 and its output shows every pass with all its
+tasks done (every chunk of the dataset trained in every pass).
 
 Every random choice comes from --seed (random unless given, printed): the
 same seed on the same --kinds and --trials replays the same roles, moments
@@ -35,6 +37,16 @@ sys.path.insert(0, os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 from job_procs import job_processes, training_started  # noqa: E402
 
 ROLES = ("trainer", "pserver", "master")
+
+
+def passes_complete(out, passes):
+    """Whether the launcher's output shows every pass 1..passes with all
+    its tasks done (each chunk of the dataset trained in each pass)."""
+    done = set()
+    for m in re.finditer(r"pass (\d+)/(\d+) \[#+\] (\d+)/(\d+) tasks", out):
+        if int(m.group(2)) == passes and m.group(3) == m.group(4):
+            done.add(int(m.group(1)))
+    return done == set(range(1, passes + 1))
 
 
 def last_accuracy(out):
@@ -204,7 +216,8 @@ def main():
                                  else 0)
             code, wall, out = run_job(args, run_dir, trial, own_limit)
             acc = last_accuracy(out)
-            ok = code == 0
+            complete = passes_complete(out, args.passes)
+            ok = code == 0 and complete
             failed_any |= not ok
             # A job that ended before its fault proves nothing: not counted.
             if trial.injected or not ok:
@@ -213,7 +226,8 @@ def main():
             print("%-13s #%-3d %s %6.1f s acc %s  %s%s" % (
                 k, i, "no fault" if ok and not trial.injected else
                 "survived" if ok else ("HUNG" if code is None else
-                                             "FAILED(%d)" % code),
+                                             "FAILED(%d)" % code if code != 0
+                                             else "TASKS MISSING"),
                 wall, "%.4f" % acc if acc is not None else "-",
                 trial.describe, "" if ok else "  [" + run_dir + "]"),
                 flush=True)
