@@ -56,9 +56,6 @@ constexpr auto kHotPolling = std::chrono::milliseconds(20);
 // object stays quiet, so progress that the provider's fd does not announce
 // (or a provider whose wait object is a poor signal) is still driven.
 constexpr int kBlockMs = 2;
-}  // namespace
-
-namespace {
 
 // kDefaultHotBytes, or FABPS_PROGRESS_HOT_BYTES when it holds a byte count
 // (0: every operation is hot, the polling of old; a large value: none is).
@@ -403,7 +400,8 @@ Result<Completion> OfiEndpoint::Recv(const MemoryRegion& region, size_t offset,
                                    std::to_string(region.size()) + " bytes");
   }
   // A posted receive waits for a peer: arriving data wakes a blocked
-  // progress thread, so it never keeps it polling.
+  // progress thread, so it keeps it polling only under the old policy
+  // (FABPS_PROGRESS_HOT_BYTES=0).
   auto op = NewOp(1, 0);
   char* buf = static_cast<char*>(region.data()) + offset;
   Status s = PostPart(Kind::kRecv, op.get(), 0, FI_ADDR_UNSPEC, buf, len,
