@@ -162,6 +162,16 @@ TEST(Launch, OnEtcdSurvivesTheLeadingMasterKilled) {
   EXPECT_GT(acc, 0.5) << out;
   EXPECT_TRUE(testing::LiveProcesses("", dir.File("run")).empty())
       << "processes left behind";
+  // The job's etcd stopped after its clients: each pserver recorded its
+  // last checkpoint and released its claim in it.
+  for (int i = 0; i < 2; i++) {
+    std::string log = testing::ReadFileOrEmpty(
+        dir.File("run/pserver-" + std::to_string(i) + ".log"));
+    EXPECT_NE(log.find("checkpointing and shutting down"), std::string::npos)
+        << log;
+    EXPECT_EQ(log.find("recording the checkpoint:"), std::string::npos) << log;
+    EXPECT_EQ(log.find("releasing the claim:"), std::string::npos) << log;
+  }
 }
 
 // --trainer torch needs the build's Python package and Debian's torch.

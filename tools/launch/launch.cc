@@ -953,7 +953,12 @@ void Launcher::PublishStatus(const std::string& health,
 }
 
 int Launcher::Finish(bool ok, const std::string& why) {
-  group_.StopAll(15000);  // pservers checkpoint on SIGTERM
+  // Pservers checkpoint on SIGTERM and record the checkpoint and release
+  // their claims in the store: a job's own etcd stops only after them (a
+  // store stopped beside them made each of those calls wait for its
+  // timeout, and left the last checkpoint unrecorded).
+  group_.StopAll(15000, "etcd");
+  if (group_.Find("etcd") != nullptr) group_.Stop("etcd", 5000);
   PublishStatus(ok ? "finished" : "failed", why);
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start_)

@@ -86,18 +86,18 @@ void ProcessGroup::Stop(const std::string& name, int grace_ms) {
   Ended(*c);
 }
 
-void ProcessGroup::StopAll(int grace_ms) {
+void ProcessGroup::StopAll(int grace_ms, const std::string& except) {
   // SIGTERM to all first, so that they wind down side by side within one
   // grace period.
   for (auto& [name, c] : children_) {
-    if (c.running) {
+    if (c.running && name != except) {
       c.killed_on_purpose = true;
       (void)c.process.Signal(SIGTERM);
     }
   }
   const Deadline deadline = Deadline::InMs(grace_ms);
   for (auto& [name, c] : children_) {
-    if (!c.running) continue;
+    if (!c.running || name == except) continue;
     if (!c.process.Wait(static_cast<int>(deadline.RemainingMs())).ok()) {
       c.process.Kill();
     }

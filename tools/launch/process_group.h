@@ -40,8 +40,9 @@ class ProcessGroup {
   // The names of every child started so far, in name order.
   std::vector<std::string> Names() const;
   void Kill(const std::string& name);  // SIGKILL, marked on purpose
-  // SIGTERM to every running child, SIGKILL after grace_ms; reaps them all.
-  void StopAll(int grace_ms);
+  // SIGTERM to every running child but `except` (none when empty), SIGKILL
+  // after grace_ms; reaps them.
+  void StopAll(int grace_ms, const std::string& except = "");
   void Stop(const std::string& name, int grace_ms);
 
  private:
