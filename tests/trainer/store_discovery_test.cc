@@ -57,15 +57,18 @@ class StoreDiscoveryTest : public ::testing::Test {
   std::string Log(int i) const {
     return dir_.File("ps-proc-" + std::to_string(i) + ".log");
   }
-  // Starts a pserver process that claims any free index of `job`.
-  Subprocess StartPserver(const std::string& job, int num) {
+  // Starts a pserver process that claims any free index of `job`, with a
+  // lease of `ttl` seconds (short, so that a lost claim shows quickly; a
+  // test that only stops its pservers with SIGTERM takes a longer one, which
+  // a loaded machine's slow etcd does not expire).
+  Subprocess StartPserver(const std::string& job, int num, int ttl = 2) {
     int i = started_++;
     auto p = Subprocess::Start(
         {BuiltBinary("pserver/daemon/fabps-pserver"), "--provider",
          "tcp;ofi_rxm", "--host", "127.0.0.1", "--num-pservers",
          std::to_string(num), "--store", store_, "--job", job, "--lease-ttl",
-         "2", "--checkpoint-dir", dir_.File("ckpt-" + job), "--save-period",
-         "1", "--apply-threads", "1"},
+         std::to_string(ttl), "--checkpoint-dir", dir_.File("ckpt-" + job),
+         "--save-period", "1", "--apply-threads", "1"},
         Log(i));
     EXPECT_TRUE(p.ok()) << p.status().ToString();
     return p.ok() ? std::move(*p) : Subprocess();
@@ -448,8 +451,8 @@ TEST_F(StoreDiscoveryTest, CorruptCheckpointIsDetectedByItsRecordedCrc) {
 // apply on the new pservers. 2 -> 3 -> 1.
 TEST_F(StoreDiscoveryTest, TrainerFollowsItsJobReshardedToAnotherCount) {
   std::vector<Subprocess> ps;
-  ps.push_back(StartPserver("rs", 2));
-  ps.push_back(StartPserver("rs", 2));
+  ps.push_back(StartPserver("rs", 2, 10));
+  ps.push_back(StartPserver("rs", 2, 10));
   auto c = ConnectAndInit(Options("rs"), 10.0f);
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   ASSERT_TRUE(Push(c->get(), 1.0f).ok());
@@ -469,7 +472,7 @@ TEST_F(StoreDiscoveryTest, TrainerFollowsItsJobReshardedToAnotherCount) {
     auto code = tool->Wait(60000);
     ASSERT_TRUE(code.ok() && WIFEXITED(*code) && WEXITSTATUS(*code) == 0)
         << ReadFileOrEmpty(log);
-    for (int i = 0; i < count; ++i) ps.push_back(StartPserver("rs", count));
+    for (int i = 0; i < count; ++i) ps.push_back(StartPserver("rs", count, 10));
     // The first call may still meet the old processes' addresses (and
     // marks the client for reconnection); the next ones follow the store.
     Result<std::vector<float>> w = Status::Unavailable("not pulled");
