@@ -45,13 +45,13 @@ def job_processes(run_dir):
 
 
 def training_started(run_dir):
+    """Whether a trainer of the job in run_dir has reported progress."""
     for name in os.listdir(run_dir) if os.path.isdir(run_dir) else []:
         if name.endswith(".metrics"):
             with open(os.path.join(run_dir, name), errors="replace") as f:
                 if '"progress"' in f.read():
                     return True
     return False
-
 
 
 def thread_times(pid):

@@ -43,49 +43,56 @@ std::vector<int> LiveProcesses(const std::string& program,
   return out;
 }
 
-std::vector<std::string> ThreadNames(int pid) {
-  std::vector<std::string> out;
+namespace {
+
+// One thread's /proc/<pid>/task/<tid>/stat: "tid (comm) state ppid ...".
+struct ThreadStat {
+  std::string name;
+  std::vector<std::string> rest;  // the fields after the closing parenthesis
+};
+
+// The stat lines of the threads of `pid`; threads that end meanwhile are
+// left out, and a process that is gone has none.
+std::vector<ThreadStat> ThreadStats(int pid) {
+  std::vector<ThreadStat> out;
   const std::string dir = "/proc/" + std::to_string(pid) + "/task";
   DIR* d = opendir(dir.c_str());
   if (d == nullptr) return out;
   while (dirent* e = readdir(d)) {
     if (std::atoi(e->d_name) <= 0) continue;
-    std::string name =
-        ReadFileOrEmpty(dir + "/" + std::string(e->d_name) + "/comm");
-    if (name.empty()) continue;  // the thread ended meanwhile
-    if (name.back() == '\n') name.pop_back();
-    out.push_back(name);
-  }
-  closedir(d);
-  return out;
-}
-
-double ThreadCpuSeconds(int pid, const std::string& name) {
-  const std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  DIR* d = opendir(dir.c_str());
-  if (d == nullptr) return 0;
-  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
-  double total = 0;
-  while (dirent* e = readdir(d)) {
-    if (std::atoi(e->d_name) <= 0) continue;
-    // "tid (comm) state ppid ..." : utime and stime are fields 14 and 15,
-    // the 12th and 13th after the closing parenthesis.
     const std::string stat =
         ReadFileOrEmpty(dir + "/" + std::string(e->d_name) + "/stat");
     const size_t open = stat.find('(');
     const size_t close = stat.rfind(')');
     if (open == std::string::npos || close == std::string::npos) continue;
-    if (stat.substr(open + 1, close - open - 1) != name) continue;
-    std::istringstream rest(stat.substr(close + 2));
-    std::string field;
-    double utime = 0, stime = 0;
-    for (int i = 1; i <= 13 && rest >> field; i++) {
-      if (i == 12) utime = std::atof(field.c_str());
-      if (i == 13) stime = std::atof(field.c_str());
-    }
-    total += (utime + stime) / ticks;
+    ThreadStat t;
+    t.name = stat.substr(open + 1, close - open - 1);
+    std::istringstream rest(stat.substr(close + 1));
+    for (std::string field; rest >> field;) t.rest.push_back(field);
+    out.push_back(std::move(t));
   }
   closedir(d);
+  return out;
+}
+
+}  // namespace
+
+std::vector<std::string> ThreadNames(int pid) {
+  std::vector<std::string> out;
+  for (const ThreadStat& t : ThreadStats(pid)) out.push_back(t.name);
+  return out;
+}
+
+double ThreadCpuSeconds(int pid, const std::string& name) {
+  const double ticks = static_cast<double>(::sysconf(_SC_CLK_TCK));
+  double total = 0;
+  for (const ThreadStat& t : ThreadStats(pid)) {
+    // utime and stime are fields 14 and 15 of stat: the 12th and 13th after
+    // the closing parenthesis.
+    if (t.name != name || t.rest.size() < 13) continue;
+    total +=
+        (std::atof(t.rest[11].c_str()) + std::atof(t.rest[12].c_str())) / ticks;
+  }
   return total;
 }
 
