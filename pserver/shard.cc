@@ -8,6 +8,7 @@
 #include <cmath>
 #include <cstring>
 #include <deque>
+#include <thread>
 
 #include "base/check.h"
 #include "base/thread_name.h"
@@ -61,19 +62,19 @@ struct Shard::Block {
 
 namespace {
 
-// Names the TBB workers that join the apply arena (a caller's own thread
-// keeps its name).
-class ApplyThreadNamer final : public tbb::task_scheduler_observer {
- public:
-  explicit ApplyThreadNamer(tbb::task_arena& arena)
-      : tbb::task_scheduler_observer(arena) {
-    observe(true);
+// Names the calling TBB worker "fabps-apply", once per thread. Called by the
+// apply tasks themselves: Drain (enqueued to the shard's arena, so always a
+// worker) and the pieces of a parallel apply that run on a thread other than
+// the one that split the work (a caller's own thread keeps its name). A
+// task_scheduler_observer did this before; TBB 2021.8 leaked its proxy when
+// observe(false) raced a worker leaving the arena (LeakSanitizer, CI).
+void NameApplyWorker() {
+  thread_local bool named = false;
+  if (!named) {
+    SetThreadName("fabps-apply");
+    named = true;
   }
-  ~ApplyThreadNamer() override { observe(false); }
-  void on_scheduler_entry(bool is_worker) override {
-    if (is_worker) SetThreadName("fabps-apply");
-  }
-};
+}
 
 size_t Align64(size_t x) { return (x + 63) & ~size_t{63}; }
 
@@ -232,7 +233,6 @@ Status Shard::Init() {
   }
   task_arena_ =
       std::make_unique<tbb::task_arena>(threads, /*reserved_for_masters=*/0);
-  thread_namer_ = std::make_unique<ApplyThreadNamer>(*task_arena_);
   return Status::OK();
 }
 
@@ -423,6 +423,7 @@ void Shard::ApplyDenseLocked(Block* b, const T* g) {
   T* s1 = reinterpret_cast<T*>(b->state[1]);
   const size_t grain = options_.parallel_grain_elements;
   const bool split = n >= 2 * grain;
+  const std::thread::id splitter = std::this_thread::get_id();
   double norm = 0;
   if (rule.clip_norm > 0) {
     if (split) {
@@ -434,6 +435,9 @@ void Shard::ApplyDenseLocked(Block* b, const T* g) {
       tbb::this_task_arena::isolate([&] {
         tbb::parallel_for(size_t{0}, pieces, MakeHandOff([&, b](size_t i) {
                             TsanAcquire(&b->fork);
+                            if (std::this_thread::get_id() != splitter) {
+                              NameApplyWorker();
+                            }
                             size_t lo = i * grain, hi = std::min(n, lo + grain);
                             partial[i] = ClampedSumSquares(g + lo, hi - lo,
                                                            rule.clip_value);
@@ -460,6 +464,9 @@ void Shard::ApplyDenseLocked(Block* b, const T* g) {
     tbb::parallel_for(tbb::blocked_range<size_t>(0, n, grain),
                       MakeHandOff([&, b](const tbb::blocked_range<size_t>& r) {
                         TsanAcquire(&b->fork);
+                        if (std::this_thread::get_id() != splitter) {
+                          NameApplyWorker();
+                        }
                         size_t lo = r.begin();
                         ApplyRule<T>(rule.kind, s, w + lo,
                                      s0 ? s0 + lo : nullptr,
@@ -755,6 +762,7 @@ Status Shard::ApplyAsync(const GradientRef& g, ApplyCallback done) {
 }
 
 void Shard::Drain(Block* b) {
+  NameApplyWorker();
   for (;;) {
     Pending p;
     {

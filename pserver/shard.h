@@ -55,7 +55,6 @@
 
 #include <oneapi/tbb/global_control.h>
 #include <oneapi/tbb/task_arena.h>
-#include <oneapi/tbb/task_scheduler_observer.h>
 
 #include <atomic>
 #include <condition_variable>
@@ -241,9 +240,6 @@ class Shard {
 
   std::unique_ptr<tbb::global_control> worker_limit_;
   std::unique_ptr<tbb::task_arena> task_arena_;
-  // Names the arena's threads "fabps-apply" (declared after the arena: it
-  // stops observing before the arena goes).
-  std::unique_ptr<tbb::task_scheduler_observer> thread_namer_;
 
   std::atomic<bool> shutting_down_{false};
   std::mutex idle_mu_;
