@@ -204,10 +204,12 @@ struct PServerClient::Impl {
     return Status::OK();
   }
 
-  // Data calls start here.
+  // Data calls start here. A failure to get ready counts like a failed
+  // call: the next one reconnects, which asks the store for the addresses
+  // again (a pserver may have moved between this client's lookup and its
+  // registration, while pserver 0 still answers at its old address).
   Status Prepare(Deadline deadline) {
-    if (broken) return Reconnect(deadline);
-    return EnsureReady(deadline);
+    return Note(broken ? Reconnect(deadline) : EnsureReady(deadline));
   }
 
   // Records that `s` failed; returns it.

@@ -20,12 +20,19 @@ void CpuRelax() {
 #endif
 }
 
+// Turns of the polling loop between two looks at the clock. A clock read
+// costs about as much as an empty poll of the shm provider (perf: 42% of a 64 B
+// pingpong's time went to reading the clock when every poll read it), and the
+// time to notice a completion is the length of one turn of the loop.
+constexpr uint64_t kTurnsPerClockRead = 64;
+
 // The owner drives progress (kCaller): poll the endpoint, yielding the core
 // once nothing happened for a while, for the lowest latency.
 Status DriveUntilDone(internal::OpState& s, Deadline deadline) {
-  uint64_t polls = 0;
+  uint64_t polls = 0;  // that found nothing
+  uint64_t turns = 0;
   while (!s.done.load(std::memory_order_acquire)) {
-    if (deadline.Expired()) {
+    if (turns++ % kTurnsPerClockRead == 0 && deadline.Expired()) {
       return Status::TimedOut(
           "operation not complete by its deadline (peer dead or slow?)");
     }

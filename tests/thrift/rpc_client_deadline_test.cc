@@ -3,44 +3,21 @@
 // ever comes): the call gives up when the deadline passes, not when the
 // longer configured socket timeout does; without a deadline the configured
 // timeout holds; a deadline already passed fails before connecting.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
 
 #include <chrono>
 
 #include "base/deadline.h"
+#include "tests/util/raw_socket.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/master/Master.h"
 
 namespace fabps::rpc {
 namespace {
 
+using fabps::testing::SilentListener;
+
 using Clock = std::chrono::steady_clock;
-
-// A loopback listener that never accepts: a frozen peer.
-class SilentListener {
- public:
-  SilentListener() {
-    fd_ = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    socklen_t len = sizeof(a);
-    EXPECT_EQ(::bind(fd_, reinterpret_cast<sockaddr*>(&a), len), 0);
-    EXPECT_EQ(::listen(fd_, 16), 0);
-    EXPECT_EQ(::getsockname(fd_, reinterpret_cast<sockaddr*>(&a), &len), 0);
-    port_ = ntohs(a.sin_port);
-  }
-  ~SilentListener() { ::close(fd_); }
-  int port() const { return port_; }
-
- private:
-  int fd_ = -1;
-  int port_ = 0;
-};
 
 int64_t MsOf(Clock::duration d) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(d).count();
@@ -48,6 +25,7 @@ int64_t MsOf(Clock::duration d) {
 
 class RpcClientDeadlineTest : public ::testing::Test {
  protected:
+  void SetUp() override { ASSERT_TRUE(peer_.ok()) << "no loopback listener"; }
   // One Status call on a fresh connection; its duration in *ms.
   Status CallStatus(const Deadline* deadline, int64_t* ms) {
     RpcClientOptions o;

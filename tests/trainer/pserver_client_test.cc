@@ -19,6 +19,7 @@
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
 #include "tests/util/proc_scan.h"
+#include "tests/util/wait_until.h"
 #include "transport/fabric.h"
 
 namespace fabps::trainer {
@@ -322,22 +323,6 @@ TEST_P(PServerClientTest, AsyncPullsAreWaitedOnLikePushes) {
       Status::Code::kNotFound);
 }
 
-// Whether every thread of process `pid` is stopped (SIGSTOP delivered: a
-// thread that was runnable stops only when it next runs).
-bool AllThreadsStopped(pid_t pid) {
-  std::string dir = "/proc/" + std::to_string(pid) + "/task";
-  int threads = 0;
-  for (const auto& t : std::filesystem::directory_iterator(dir)) {
-    std::string stat = testing::ReadFileOrEmpty(t.path().string() + "/stat");
-    size_t paren = stat.rfind(')');
-    if (paren == std::string::npos || paren + 2 >= stat.size()) continue;
-    char state = stat[paren + 2];
-    if (state != 'T' && state != 't') return false;
-    threads++;
-  }
-  return threads > 0;
-}
-
 // Finished waits in slices and judges nothing: false while the pserver is
 // frozen, however often it is asked, then true once the push is applied;
 // Wait then reports it OK (a Wait that timed out would have failed the step
@@ -353,11 +338,9 @@ TEST_P(PServerClientTest, FinishedWaitsInSlicesWithoutBreakingTheClient) {
                   .ok());
   EXPECT_TRUE(PServerClient::Finished(nullptr, Deadline::InMs(0)));
   ASSERT_TRUE(cluster.proc(0).Signal(SIGSTOP).ok());
-  auto stop_by = std::chrono::steady_clock::now() + std::chrono::seconds(10);
-  while (!AllThreadsStopped(cluster.proc(0).pid())) {
-    ASSERT_LT(std::chrono::steady_clock::now(), stop_by);
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return testing::AllThreadsStopped(cluster.proc(0).pid()); },
+      Deadline::InMs(10000)));
   auto h =
       (*c)->SendGrads({{"block", g.data(), g.size() * 4}}, Deadline::InMs(kMs));
   ASSERT_TRUE(h.ok()) << h.status().ToString();

@@ -21,6 +21,7 @@
 #include "pserver/checkpoint.h"
 #include "tests/trainer/init_race.h"
 #include "tests/util/etcd_server.h"
+#include "tests/util/raw_socket.h"
 #include "tests/util/subprocess.h"
 #include "trainer/pserver_client.h"
 
@@ -30,6 +31,7 @@ namespace {
 using fabps::testing::BuiltBinary;
 using fabps::testing::EtcdServer;
 using fabps::testing::ReadFileOrEmpty;
+using fabps::testing::SilentListener;
 using fabps::testing::Subprocess;
 using fabps::testing::TempDir;
 
@@ -263,6 +265,57 @@ TEST_F(StoreDiscoveryTest, WaitForInitFollowsAPserverReplacedElsewhere) {
   w = Pull(init->get());
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   for (float v : *w) ASSERT_EQ(v, 5.0f);
+  for (auto& p : ps) p.Stop(10000);
+}
+
+// A trainer that looked the pservers up while one was being replaced holds
+// its old address (here: a port that accepts and never answers, as when the
+// dead pserver's port was taken by another process). Pserver 0 still
+// answers, so the trainer's registration, not its wait for the parameters,
+// is what fails; the next call asks the store again and finds the
+// replacement (it used to retry the old address until its steps ran out).
+TEST_F(StoreDiscoveryTest, RegistrationThatFailsLooksThePserversUpAgain) {
+  auto st = OpenStore("stale");
+  ASSERT_TRUE(st.ok()) << st.status().ToString();
+  std::vector<Subprocess> ps;  // ps[i] claims index i
+  ps.push_back(StartPserver("stale", 2));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(0)));
+  ps.push_back(StartPserver("stale", 2));
+  ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(1)));
+  auto init = ConnectAndInit(Options("stale"), 7.0f);
+  ASSERT_TRUE(init.ok()) << init.status().ToString();
+  ASSERT_TRUE(WaitForCheckpoints(st->get(), 1, Checkpoints(st->get(), 1) + 2))
+      << "pserver 1 recorded no checkpoint after the initialization";
+
+  SilentListener silent;
+  ASSERT_TRUE(silent.ok());
+  const std::string stale = silent.address();
+
+  ps[1].Kill();
+  ASSERT_TRUE((*st)->Put(coord::keys::PsAddr(1), stale, coord::kNoLease,
+                         Deadline::InMs(5000))
+                  .ok());
+  auto opts = Options("stale");
+  opts.rpc_timeout_ms = 2000;
+  auto late = PServerClient::Connect(opts);
+  ASSERT_TRUE(late.ok()) << late.status().ToString();
+  std::vector<float> w(kElements, -1);
+  Status first = (*late)->GetParams({{"w", w.data(), w.size() * 4}},
+                                    Deadline::InMs(3000));
+  EXPECT_FALSE(first.ok()) << "registered at a port that never answers";
+
+  ps.push_back(StartPserver("stale", 2));
+  Deadline d = Deadline::InMs(30000);
+  for (;;) {
+    auto a = (*st)->Get(coord::keys::PsAddr(1), Deadline::InMs(2000));
+    if (a.ok() && a->value != stale) break;
+    ASSERT_FALSE(d.Expired()) << "no replacement published ps/1/addr";
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+  auto pulled = Pull(late->get());
+  ASSERT_TRUE(pulled.ok()) << pulled.status().ToString();
+  for (float v : *pulled) ASSERT_EQ(v, 7.0f);
+  ASSERT_TRUE(Push(late->get(), 2.0f).ok());
   for (auto& p : ps) p.Stop(10000);
 }
 

@@ -15,6 +15,7 @@
 #include "tests/transport/provider_params.h"
 #include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
+#include "tests/util/wait_until.h"
 #include "transport/fabric.h"
 
 namespace fabps::transport {
@@ -180,6 +181,11 @@ TEST_P(PeerDeathTest, SmallTransferInFlightLeavesProgressThreadAsleep) {
   ASSERT_TRUE(warm.ok() && warm->Wait(Deadline::InMs(20000)).ok());
 
   ASSERT_TRUE(peer.Signal(SIGSTOP).ok());
+  // Post only once the peer is frozen: a peer thread still running would
+  // serve the read.
+  ASSERT_TRUE(fabps::testing::WaitUntil(
+      [&] { return fabps::testing::AllThreadsStopped(peer.pid()); },
+      Deadline::InMs(10000)));
   auto r =
       (*ep)->Read(*id, **mr, 0, kLen, info->region, 0, Deadline::InMs(60000));
   ASSERT_TRUE(r.ok()) << r.status().ToString();

@@ -96,6 +96,15 @@ double ThreadCpuSeconds(int pid, const std::string& name) {
   return total;
 }
 
+bool AllThreadsStopped(int pid) {
+  const std::vector<ThreadStat> threads = ThreadStats(pid);
+  for (const ThreadStat& t : threads) {
+    // The state is the first field after the closing parenthesis.
+    if (t.rest.empty() || (t.rest[0] != "T" && t.rest[0] != "t")) return false;
+  }
+  return !threads.empty();
+}
+
 bool ProcessAlive(int pid) {
   const std::string stat =
       ReadFileOrEmpty("/proc/" + std::to_string(pid) + "/stat");

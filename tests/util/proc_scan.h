@@ -24,6 +24,12 @@ std::vector<std::string> ThreadNames(int pid);
 // User plus system CPU seconds so far of the threads of `pid` named `name`.
 double ThreadCpuSeconds(int pid, const std::string& name);
 
+// Whether `pid` has threads and every one of them is stopped (state T or t).
+// kill(SIGSTOP) returns before the stop lands: a thread running on another
+// core stops when the kernel next looks at it, and may answer a peer in the
+// meantime. Wait on this before relying on a process being frozen.
+bool AllThreadsStopped(int pid);
+
 }  // namespace fabps::testing
 
 #endif  // FABPS_TESTS_UTIL_PROC_SCAN_H_

@@ -52,6 +52,25 @@ class RawSocket {
   std::string pending_;  // received bytes not yet returned
 };
 
+// A loopback listener that never accepts: the kernel completes a client's
+// connect into its backlog and no byte ever comes back (a frozen peer, or a
+// dead server's port taken by a process that speaks another protocol).
+class SilentListener {
+ public:
+  SilentListener();  // binds 127.0.0.1 on a free port and listens
+  ~SilentListener();
+  SilentListener(const SilentListener&) = delete;
+  SilentListener& operator=(const SilentListener&) = delete;
+
+  bool ok() const { return port_ != 0; }  // false when it could not listen
+  int port() const { return port_; }
+  std::string address() const { return "127.0.0.1:" + std::to_string(port_); }
+
+ private:
+  int fd_ = -1;
+  int port_ = 0;
+};
+
 // Names the outcome for test messages.
 const char* OutcomeName(RawSocket::Outcome o);
 

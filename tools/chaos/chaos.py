@@ -3,24 +3,27 @@
 
 Runs fabps-launch jobs one after the other and, in each, injects one fault
 the way a cluster would see it, from another process: kill -9 of a random
-process of a role, SIGSTOP of one for a random 0.5-30 s (then SIGCONT), or
-SIGSTOP of the job's etcd for 1-30 s. The fault comes at a random moment
-2-15 s after training starts. Prints one line per trial and a table per
-kind: survived/total, wall time, test accuracy (the last pass), and jobs
-that did not end by themselves within 3x the undisturbed run's time. A job
-survived when it exited 0 and its output shows every pass with all its
-tasks done (every chunk of the dataset trained in every pass).
+process of a role, two such kills 0.2-3 s apart (the second victim may be a
+process the launcher has just restarted), SIGSTOP of one for a random
+0.5-30 s (then SIGCONT), or SIGSTOP of the job's etcd for 1-30 s. The
+fault comes at a random moment 2-15 s after training starts. Prints one
+line per trial and a table per kind: survived/total, wall time, test
+accuracy (the last pass), and jobs that did not end by themselves within
+3x the undisturbed run's time. A job survived when it exited 0 and its
+output shows every pass with all its tasks done (every chunk of the
+dataset trained in every pass).
 
 Every random choice comes from --seed (random unless given, printed): the
 same seed on the same --kinds and --trials replays the same roles, moments
 and durations (the processes' PIDs differ, the choices do not).
 
-Kinds: FAULT:ROLE with FAULT kill or stop and ROLE trainer, pserver, master,
-any (a random role of the three) or etcd (stop only; the job runs on
---start-etcd). Example:
+Kinds: FAULT:ROLE with FAULT kill, kill2 (two kills) or stop and ROLE
+trainer, pserver, master, any (a random role of the three; for kill2 each
+kill draws its own) or etcd (stop only; the job runs on --start-etcd).
+Example:
 
   tools/chaos/chaos.py --build-dir build --trials 20 \\
-      --kinds kill:any,stop:any,stop:etcd
+      --kinds kill:any,kill2:any,stop:any,stop:etcd
 """
 import argparse
 import os
@@ -63,6 +66,10 @@ class Trial:
                                     min(hi, args.stop_max))
         self.role_pick = rng.choice(ROLES) if self.role == "any" else self.role
         self.victim_pick = rng.random()  # which process of the role
+        # kill2: the second kill's gap, role and process.
+        self.gap = rng.uniform(0.2, 3)
+        self.role_pick2 = rng.choice(ROLES) if self.role == "any" else self.role
+        self.victim_pick2 = rng.random()
         self.describe = ""
         self.injected = False  # the fault happened (the job still ran)
 
@@ -131,10 +138,20 @@ def inject(trial, run_dir, job, start, time_limit, stopped):
         return
     pid = pids[int(trial.victim_pick * len(pids))]
     trial.injected = True
-    if trial.fault == "kill":
+    if trial.fault in ("kill", "kill2"):
         os.kill(pid, signal.SIGKILL)
         trial.describe = "kill -9 %s (pid %d) %.1f s into training" % (
             trial.role_pick, pid, trial.delay)
+        if trial.fault == "kill2":
+            time.sleep(trial.gap)
+            pids = sorted(job_processes(run_dir).get(trial.role_pick2, []))
+            if not pids:
+                trial.describe += ", then no %s running" % trial.role_pick2
+                return
+            pid = pids[int(trial.victim_pick2 * len(pids))]
+            os.kill(pid, signal.SIGKILL)
+            trial.describe += ", then %s (pid %d) %.1f s later" % (
+                trial.role_pick2, pid, trial.gap)
         return
     os.kill(pid, signal.SIGSTOP)
     stopped.append(pid)
@@ -181,8 +198,8 @@ def main():
         fault, _, role = k.partition(":")
         ok_role = role in ROLES + ("any",) or (role == "etcd" and
                                                fault == "stop")
-        if not ok_role or fault not in ("kill", "stop"):
-            p.error("--kinds: %r is not kill:ROLE or stop:ROLE "
+        if not ok_role or fault not in ("kill", "kill2", "stop"):
+            p.error("--kinds: %r is not kill:ROLE, kill2:ROLE or stop:ROLE "
                     "(ROLE trainer, pserver, master, any; stop:etcd)" % k)
     if args.trials < 1:
         p.error("--trials: must be at least 1")

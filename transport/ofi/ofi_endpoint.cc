@@ -28,9 +28,21 @@ struct PartContext {
 };
 
 struct OfiEndpoint::Op : internal::OpState {
-  explicit Op(int parts) : OpState(parts), ctx(parts) {}
-  std::vector<PartContext> ctx;
+  explicit Op(int parts) : OpState(parts) {
+    if (parts > 1) more.reset(new PartContext[parts]());
+  }
+  PartContext& ctx(int part) { return more ? more[part] : one; }
+
+  // A one-part operation (every send, receive and RMA up to the transfer
+  // limit) keeps its context inline: no allocation besides the Op.
+  PartContext one{};
+  std::unique_ptr<PartContext[]> more;
   bool hot = false;  // keeps the progress thread polling while in flight
+  // Guarded by the endpoint's ops_mu_: set while the operation is in the
+  // endpoint's in-flight list, where it keeps the Op alive.
+  std::shared_ptr<Op> self;
+  Op* prev = nullptr;
+  Op* next = nullptr;
 };
 
 namespace {
@@ -252,12 +264,17 @@ OfiEndpoint::~OfiEndpoint() {
   if (cq_) fi_close(&cq_->fid);
   if (av_) fi_close(&av_->fid);
   std::lock_guard<std::mutex> l(ops_mu_);
-  for (auto& [raw, op] : inflight_) {
+  for (Op* op = inflight_; op != nullptr; op = op->next) {
     op->driver.store(nullptr);
     while (!op->done.load())
       op->PartDone(Status::Cancelled("endpoint closed"), 0);
   }
-  inflight_.clear();
+  while (inflight_ != nullptr) {
+    Op* op = inflight_;
+    inflight_ = op->next;
+    op->prev = op->next = nullptr;
+    std::shared_ptr<Op> last = std::move(op->self);  // may free op
+  }
 }
 
 Result<PeerId> OfiEndpoint::AddPeer(const std::string& address) {
@@ -308,13 +325,16 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
   auto op = std::make_shared<Op>(parts);
   op->hot = bytes >= hot_bytes_;
   op->driver.store(this);
-  for (auto& c : op->ctx) {
-    c.ep = this;
-    c.op = op.get();
+  for (int i = 0; i < parts; i++) {
+    op->ctx(i).ep = this;
+    op->ctx(i).op = op.get();
   }
   {
     std::lock_guard<std::mutex> l(ops_mu_);
-    inflight_[op.get()] = op;
+    op->self = op;
+    op->next = inflight_;
+    if (inflight_ != nullptr) inflight_->prev = op.get();
+    inflight_ = op.get();
     if (op->hot) hot_inflight_++;
   }
   // A progress thread blocked on the CQ must poll while a hot operation is
@@ -325,18 +345,22 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
 }
 
 void OfiEndpoint::Finish(Op* op) {
+  std::shared_ptr<Op> last;  // released after the lock: may free op
   std::lock_guard<std::mutex> l(ops_mu_);
-  auto it = inflight_.find(op);
-  if (it == inflight_.end()) return;
+  if (!op->self) return;  // finished already (a failed post, then its CQE)
+  if (op->prev != nullptr) op->prev->next = op->next;
+  if (op->next != nullptr) op->next->prev = op->prev;
+  if (inflight_ == op) inflight_ = op->next;
+  op->prev = op->next = nullptr;
   if (op->hot) hot_inflight_--;
-  inflight_.erase(it);
+  last = std::move(op->self);
 }
 
 Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest,
                              void* buf, size_t len, void* desc,
                              uint64_t remote_addr, uint64_t key,
                              const uint64_t* immediate, Deadline deadline) {
-  void* ctx = &op->ctx[part];
+  void* ctx = &op->ctx(part);
   for (;;) {
     ssize_t ret = 0;
     switch (kind) {

@@ -116,7 +116,10 @@ class OfiEndpoint final : public Endpoint,
   PeerId next_peer_ = 1;
 
   std::mutex ops_mu_;
-  std::unordered_map<Op*, std::shared_ptr<Op>> inflight_;
+  // The operations in flight, a list through Op::prev/next; each holds
+  // itself (Op::self) until Finish. Intrusive, so posting allocates nothing
+  // beyond the operation itself.
+  Op* inflight_ = nullptr;
   int hot_inflight_ = 0;  // of inflight_, those with hot set
   // Operations of at least this many bytes keep the progress thread polling
   // while in flight; smaller ones let it block on the CQ's wait object
