@@ -1068,12 +1068,17 @@ int Launcher::Run() {
     ShowProgress();
     s = Supervise(group_.Reap(), &finished);
     if (!s.ok()) {
+      ReadMetrics();  // what the trainers wrote before the failure
       display_.Finish(false);
       return Finish(false, s.message());
     }
     bool all = true;
     for (bool b : finished) all = all && b;
     if (all) {
+      // A trainer may have written its last pass line (with the test
+      // metric) after the read above and exited before the reap: read
+      // what the finished trainers left.
+      ReadMetrics();
       display_.Finish(true);
       return Finish(true, "");
     }
