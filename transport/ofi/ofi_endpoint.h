@@ -71,12 +71,14 @@ class OfiEndpoint final : public Endpoint,
 
  private:
   struct Op;
-  enum class Kind { kSend, kRecv, kWrite, kRead };
+  // kInjectSend, kInjectWrite: fi_inject, fi_inject_write[data]; no
+  // completion entry, the buffer is reusable when the post returns.
+  enum class Kind { kSend, kRecv, kWrite, kRead, kInjectSend, kInjectWrite };
 
   OfiEndpoint(OfiFabric* fabric, ProgressMode mode);
   Status Open(const FabricOptions& options);
   // Posts one provider operation, retrying on FI_EAGAIN while driving
-  // progress, until `deadline`.
+  // progress, until `deadline`. `op` is null for the inject kinds.
   Status PostPart(Kind kind, Op* op, int part, fi_addr_t dest, void* buf,
                   size_t len, void* desc, uint64_t remote_addr, uint64_t key,
                   const uint64_t* immediate, Deadline deadline);
@@ -100,6 +102,9 @@ class OfiEndpoint final : public Endpoint,
   OfiFabric* const fabric_;
   const ProgressMode mode_;
   size_t transfer_limit_ = 0;
+  // Sends up to this size and zero-length writes (a credit: immediate data
+  // only) are injected (the provider's tx_attr->inject_size; 0: never).
+  size_t inject_size_ = 0;
   bool ordered_writes_ = false;
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
