@@ -292,16 +292,17 @@ TEST_F(StoreDiscoveryTest, RegistrationThatFailsLooksThePserversUpAgain) {
   const std::string stale = silent.address();
 
   ps[1].Kill();
-  ASSERT_TRUE((*st)->Put(coord::keys::PsAddr(1), stale, coord::kNoLease,
-                         Deadline::InMs(5000))
+  ASSERT_TRUE((*st)
+                  ->Put(coord::keys::PsAddr(1), stale, coord::kNoLease,
+                        Deadline::InMs(5000))
                   .ok());
   auto opts = Options("stale");
   opts.rpc_timeout_ms = 2000;
   auto late = PServerClient::Connect(opts);
   ASSERT_TRUE(late.ok()) << late.status().ToString();
   std::vector<float> w(kElements, -1);
-  Status first = (*late)->GetParams({{"w", w.data(), w.size() * 4}},
-                                    Deadline::InMs(3000));
+  Status first =
+      (*late)->GetParams({{"w", w.data(), w.size() * 4}}, Deadline::InMs(3000));
   EXPECT_FALSE(first.ok()) << "registered at a port that never answers";
 
   ps.push_back(StartPserver("stale", 2));

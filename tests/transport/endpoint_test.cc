@@ -120,8 +120,8 @@ TEST_P(EndpointTest, SmallSendsAndCreditsAreDoneAtOnce) {
     EXPECT_EQ(r->info().bytes, 8u);
     EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8), 0);
 
-    auto w = p.a->Write(p.a_to_b, **ms, 0, 0, (*mr)->remote(), 0,
-                        100 + round, Deadline::InMs(kTimeoutMs));
+    auto w = p.a->Write(p.a_to_b, **ms, 0, 0, (*mr)->remote(), 0, 100 + round,
+                        Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
     EXPECT_TRUE(w->done()) << "a credit waited for a completion entry";
     std::optional<ImmediateEvent> e;

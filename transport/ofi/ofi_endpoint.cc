@@ -384,9 +384,10 @@ Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest,
         ret = fi_inject(ep_, buf, len, dest);
         break;
       case Kind::kInjectWrite:
-        ret = immediate ? fi_inject_writedata(ep_, buf, len, *immediate, dest,
-                                              remote_addr, key)
-                        : fi_inject_write(ep_, buf, len, dest, remote_addr, key);
+        ret = immediate
+                  ? fi_inject_writedata(ep_, buf, len, *immediate, dest,
+                                        remote_addr, key)
+                  : fi_inject_write(ep_, buf, len, dest, remote_addr, key);
         break;
     }
     if (ret == 0) return Status::OK();
