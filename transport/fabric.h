@@ -186,10 +186,11 @@ class Endpoint {
 
   // Two-sided messages. The buffer slice [offset, offset + len) of `region`
   // must stay untouched until the completion is done. A message no longer
-  // than the provider's inject size is copied out before Send returns: its
-  // Completion is already done, and a failure to deliver it (a peer that
-  // died) is not reported to the sender; a caller learns of it from what it
-  // waits for next (an answer that does not come).
+  // than the provider's inject size may be copied out before Send returns
+  // (shm, sockets; not over ofi_rxm): its Completion is then already done,
+  // and a failure to deliver it (a peer that died) is not reported to the
+  // sender, who learns of it from what it waits for next (an answer that
+  // does not come).
   virtual Result<Completion> Send(PeerId peer, const MemoryRegion& region,
                                   size_t offset, size_t len,
                                   Deadline deadline) = 0;
@@ -202,9 +203,8 @@ class Endpoint {
   // One-sided RMA write of local [offset, offset + len) to the peer's
   // `remote` at `remote_offset`. With `immediate`, the peer's endpoint
   // reports an ImmediateEvent once all `len` bytes are in place. A write of
-  // zero bytes (a notification: immediate data only) is injected where the
-  // provider can: done at once, delivery failures unreported, as for a
-  // small Send.
+  // zero bytes (a notification: immediate data only) is injected where
+  // small Sends are: done at once, delivery failures unreported.
   virtual Result<Completion> Write(PeerId peer, const MemoryRegion& region,
                                    size_t offset, size_t len,
                                    const RemoteRegion& remote,

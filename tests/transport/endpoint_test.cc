@@ -95,9 +95,11 @@ TEST_P(EndpointTest, SendRecvSizes) {
 // A small message and a zero-byte write with immediate data (a credit) are
 // injected: done when the call returns, before anything read the sender's
 // completion queue (a kCaller endpoint that nobody drives), and delivered
-// intact. Every provider here injects at least 8 bytes.
+// intact. shm and sockets inject at least 8 bytes; over ofi_rxm nothing is
+// injected (ofi_endpoint.cc says why), and only the delivery is checked.
 TEST_P(EndpointTest, SmallSendsAndCreditsAreDoneAtOnce) {
   MAKE_PAIR_OR_SKIP(p, 0, ProgressMode::kCaller);
+  const bool injects = GetParam().find("ofi_rxm") == std::string::npos;
   std::vector<uint8_t> src(64), dst(64, 0xEE), remote(64, 0);
   Fill(src.data(), src.size(), 5);
   auto ms = p.fa->Register(src.data(), src.size());
@@ -109,7 +111,9 @@ TEST_P(EndpointTest, SmallSendsAndCreditsAreDoneAtOnce) {
     ASSERT_TRUE(r.ok()) << r.status().ToString();
     auto s = p.a->Send(p.a_to_b, **ms, 0, 8, Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(s.ok()) << s.status().ToString();
-    EXPECT_TRUE(s->done()) << "an 8-byte send waited for a completion entry";
+    if (injects) {
+      EXPECT_TRUE(s->done()) << "an 8-byte send waited for a completion entry";
+    }
     // The sender's queue is read only by its own waits (kCaller): drive it
     // while the receiver's thread completes the receive.
     Deadline d = Deadline::InMs(kTimeoutMs);
@@ -117,19 +121,23 @@ TEST_P(EndpointTest, SmallSendsAndCreditsAreDoneAtOnce) {
       ASSERT_TRUE(p.a->Progress().ok());
     }
     ASSERT_TRUE(r->Wait(Deadline::InMs(kTimeoutMs)).ok());
+    ASSERT_TRUE(s->Wait(Deadline::InMs(kTimeoutMs)).ok());
     EXPECT_EQ(r->info().bytes, 8u);
     EXPECT_EQ(std::memcmp(src.data(), dst.data(), 8), 0);
 
     auto w = p.a->Write(p.a_to_b, **ms, 0, 0, (*mr)->remote(), 0, 100 + round,
                         Deadline::InMs(kTimeoutMs));
     ASSERT_TRUE(w.ok()) << w.status().ToString();
-    EXPECT_TRUE(w->done()) << "a credit waited for a completion entry";
+    if (injects) {
+      EXPECT_TRUE(w->done()) << "a credit waited for a completion entry";
+    }
     std::optional<ImmediateEvent> e;
     d = Deadline::InMs(kTimeoutMs);
     while (!(e = p.b->PollImmediate()) && !d.Expired()) {
       ASSERT_TRUE(p.a->Progress().ok());
     }
     ASSERT_TRUE(e.has_value()) << "the credit never arrived";
+    ASSERT_TRUE(w->Wait(Deadline::InMs(kTimeoutMs)).ok());
     EXPECT_EQ(e->data, 100 + round);
   }
 }

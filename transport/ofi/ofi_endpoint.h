@@ -103,7 +103,8 @@ class OfiEndpoint final : public Endpoint,
   const ProgressMode mode_;
   size_t transfer_limit_ = 0;
   // Sends up to this size and zero-length writes (a credit: immediate data
-  // only) are injected (the provider's tx_attr->inject_size; 0: never).
+  // only) are injected (the provider's tx_attr->inject_size; 0: never, as
+  // over ofi_rxm, see Open).
   size_t inject_size_ = 0;
   bool ordered_writes_ = false;
   fid_av* av_ = nullptr;
