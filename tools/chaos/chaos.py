@@ -118,6 +118,13 @@ def run_job(args, run_dir, trial, time_limit):
         return code, wall, f.read()
 
 
+def pick_victim(run_dir, role, draw):
+    """The process of `role` that `draw` (in [0, 1)) names among those
+    running now, by PID order; None when none runs."""
+    pids = sorted(job_processes(run_dir).get(role, []))
+    return pids[int(draw * len(pids))] if pids else None
+
+
 def inject(trial, run_dir, job, start, time_limit, stopped):
     # Wait for training, then for the trial's moment.
     while not training_started(run_dir):
@@ -132,11 +139,10 @@ def inject(trial, run_dir, job, start, time_limit, stopped):
                 trial.delay)
             return
         time.sleep(0.1)
-    pids = sorted(job_processes(run_dir).get(trial.role_pick, []))
-    if not pids:
+    pid = pick_victim(run_dir, trial.role_pick, trial.victim_pick)
+    if pid is None:
         trial.describe = "no %s running at the fault" % trial.role_pick
         return
-    pid = pids[int(trial.victim_pick * len(pids))]
     trial.injected = True
     if trial.fault in ("kill", "kill2"):
         os.kill(pid, signal.SIGKILL)
@@ -144,11 +150,10 @@ def inject(trial, run_dir, job, start, time_limit, stopped):
             trial.role_pick, pid, trial.delay)
         if trial.fault == "kill2":
             time.sleep(trial.gap)
-            pids = sorted(job_processes(run_dir).get(trial.role_pick2, []))
-            if not pids:
+            pid = pick_victim(run_dir, trial.role_pick2, trial.victim_pick2)
+            if pid is None:
                 trial.describe += ", then no %s running" % trial.role_pick2
                 return
-            pid = pids[int(trial.victim_pick2 * len(pids))]
             os.kill(pid, signal.SIGKILL)
             trial.describe += ", then %s (pid %d) %.1f s later" % (
                 trial.role_pick2, pid, trial.gap)

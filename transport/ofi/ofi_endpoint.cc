@@ -272,16 +272,12 @@ OfiEndpoint::~OfiEndpoint() {
   if (cq_) fi_close(&cq_->fid);
   if (av_) fi_close(&av_->fid);
   std::lock_guard<std::mutex> l(ops_mu_);
-  for (Op* op = inflight_; op != nullptr; op = op->next) {
+  while (inflight_ != nullptr) {
+    Op* op = inflight_;
     op->driver.store(nullptr);
     while (!op->done.load())
       op->PartDone(Status::Cancelled("endpoint closed"), 0);
-  }
-  while (inflight_ != nullptr) {
-    Op* op = inflight_;
-    inflight_ = op->next;
-    op->prev = op->next = nullptr;
-    std::shared_ptr<Op> last = std::move(op->self);  // may free op
+    std::shared_ptr<Op> last = Unlink(op);  // may free op
   }
 }
 
@@ -352,16 +348,20 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
   return op;
 }
 
-void OfiEndpoint::Finish(Op* op) {
-  std::shared_ptr<Op> last;  // released after the lock: may free op
-  std::lock_guard<std::mutex> l(ops_mu_);
-  if (!op->self) return;  // finished already (a failed post, then its CQE)
+std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::Unlink(Op* op) {
   if (op->prev != nullptr) op->prev->next = op->next;
   if (op->next != nullptr) op->next->prev = op->prev;
   if (inflight_ == op) inflight_ = op->next;
   op->prev = op->next = nullptr;
   if (op->hot) hot_inflight_--;
-  last = std::move(op->self);
+  return std::move(op->self);
+}
+
+void OfiEndpoint::Finish(Op* op) {
+  std::shared_ptr<Op> last;  // released after the lock: may free op
+  std::lock_guard<std::mutex> l(ops_mu_);
+  if (!op->self) return;  // finished already (a failed post, then its CQE)
+  last = Unlink(op);
 }
 
 Status OfiEndpoint::PostPart(Kind kind, Op* op, int part, fi_addr_t dest,

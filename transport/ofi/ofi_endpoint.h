@@ -90,6 +90,9 @@ class OfiEndpoint final : public Endpoint,
   // flight until Finish.
   std::shared_ptr<Op> NewOp(int parts, size_t bytes);
   void Finish(Op* op);
+  // Takes `op` out of the in-flight list and returns the reference the list
+  // held (the caller decides when it is released). Requires ops_mu_.
+  std::shared_ptr<Op> Unlink(Op* op);
   Result<fi_addr_t> PeerAddress(PeerId peer);
   // Handles what fi_cq_read or fi_cq_sread returned (`n` entries or an
   // error code). Requires cq_mu_.
