@@ -313,6 +313,12 @@ TEST_F(RpcServerLimitsTest, FramesUpToTheLimitAreReadPastThriftsDefault) {
 // (Thrift's own accept path threw out of the event loop and stopped it).
 TEST_F(RpcServerLimitsTest, RunningOutOfFileDescriptorsDoesNotStopServing) {
   StartServer({});
+  // Start() returns once the server listens (thrift's preServe), before its
+  // event loop has made its notification pipe: one call served first, so
+  // that the limit below starves the accepts, not the server's start-up
+  // (CI once saw "can't create notification pipe" and no server at all).
+  Status first = GoodCall();
+  ASSERT_TRUE(first.ok()) << first.ToString();
   // Client and server share this process's descriptor table: the client's
   // sockets are made before the limit drops, so only the server's accepts
   // can run out (connecting needs no new descriptor).
