@@ -63,8 +63,8 @@ struct Shard::Block {
 namespace {
 
 // Names the calling TBB worker "fabps-apply", once per thread. Called by the
-// apply tasks themselves: Drain (enqueued to the shard's arena, so always a
-// worker) and the pieces of a parallel apply that run on a thread other than
+// apply tasks themselves: Drain's task (enqueued to the shard's arena, so
+// always a worker; an inline Drain keeps its caller's name) and the pieces of a parallel apply that run on a thread other than
 // the one that split the work (a caller's own thread keeps its name). A
 // task_scheduler_observer did this before; TBB 2021.8 leaked its proxy when
 // observe(false) raced a worker leaving the arena (LeakSanitizer, CI).
@@ -756,13 +756,20 @@ Status Shard::ApplyAsync(const GradientRef& g, ApplyCallback done) {
       std::lock_guard<std::mutex> lock(idle_mu_);
       ++active_drains_;
     }
-    task_arena_->enqueue(MakeHandOff([this, b] { Drain(b); }));
+    if (options_.mode == ApplyMode::kAsync &&
+        b->value_bytes <= options_.inline_apply_bytes) {
+      Drain(b);  // small: cheaper here than a worker's wake-up
+    } else {
+      task_arena_->enqueue(MakeHandOff([this, b] {
+        NameApplyWorker();
+        Drain(b);
+      }));
+    }
   }
   return Status::OK();
 }
 
 void Shard::Drain(Block* b) {
-  NameApplyWorker();
   for (;;) {
     Pending p;
     {

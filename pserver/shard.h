@@ -20,7 +20,10 @@
 //   - ApplyAsync(): validates, queues the gradient on its block and returns;
 //     a task in the shard's own TBB arena (num_threads threads) applies it
 //     and then calls the callback. Gradients of one block queued by
-//     ApplyAsync are applied in submission order.
+//     ApplyAsync are applied in submission order. A small block
+//     (ShardOptions::inline_apply_bytes, kAsync) whose queue was empty is
+//     applied on the caller's thread instead, callback included, before
+//     ApplyAsync returns.
 //
 // Modes. kAsync (default): every gradient is applied as it comes, the
 // block's update count t goes up by one each time (Adam bias correction and
@@ -100,6 +103,12 @@ struct ShardOptions {
   // Blocks longer than twice this are applied by parallel_for in pieces of
   // about this many elements.
   uint64_t parallel_grain_elements = uint64_t{1} << 16;
+  // kAsync: ApplyAsync applies a gradient of a block of at most this many
+  // value bytes on the calling thread when nothing of the block is queued
+  // (and then what was queued behind it meanwhile) before it returns, and
+  // calls back there: a hand-off to a TBB worker costs a wake-up and a
+  // context switch, more than the update of a small block. 0: never.
+  uint64_t inline_apply_bytes = 0;
 };
 
 // A kSync step that ForceOverdueSteps applied without all its gradients.

@@ -212,6 +212,26 @@ struct PServerClient::Impl {
     return Note(broken ? Reconnect(deadline) : EnsureReady(deadline));
   }
 
+  // Whether a data call on `buffers` would start without waiting (see
+  // TrySendGrads): ready, no reconnect due, and for a push a free slot on
+  // each block's pserver. A buffer the layout does not know counts as
+  // startable: the call refuses it before anything moves.
+  bool StartsAtOnce(const std::vector<ParamBuffer>& buffers, bool push) {
+    if (broken || !ready) return false;
+    if (!push) return true;
+    std::vector<uint32_t> need(peers.size(), 0);
+    for (const ParamBuffer& b : buffers) {
+      auto param = layout->FindParam(b.name);
+      if (!param.ok()) return true;
+      for (uint32_t id = layout->FirstBlockOf(*param);
+           id < layout->num_blocks() && layout->blocks()[id].param == *param;
+           id++) {
+        need.at(layout->blocks()[id].pserver)++;
+      }
+    }
+    return slots->HasFree(need);
+  }
+
   // Records that `s` failed; returns it.
   Status Note(const Status& s) {
     if (!s.ok() && s.code() != Status::Code::kInvalidArgument &&
@@ -772,6 +792,23 @@ Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(
   FABPS_RETURN_IF_ERROR(impl_->Prepare(deadline));
   FABPS_RETURN_IF_ERROR(impl_->CheckMode(false));
   return impl_->Transfer(grads, deadline, &Impl::PushBlock);
+}
+
+Result<std::shared_ptr<PushHandle>> PServerClient::TrySendGrads(
+    const std::vector<ParamBuffer>& grads, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  if (!impl_->StartsAtOnce(grads, /*push=*/true))
+    return std::shared_ptr<PushHandle>();
+  FABPS_RETURN_IF_ERROR(impl_->CheckMode(false));
+  return impl_->Transfer(grads, deadline, &Impl::PushBlock);
+}
+
+Result<std::shared_ptr<PullHandle>> PServerClient::TryGetParamsAsync(
+    const std::vector<ParamBuffer>& params, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  if (!impl_->StartsAtOnce(params, /*push=*/false))
+    return std::shared_ptr<PullHandle>();
+  return impl_->Transfer(params, deadline, &Impl::PullBlock);
 }
 
 Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(

@@ -155,6 +155,20 @@ class PServerClient {
   // (InvalidArgument, NotFound) sends nothing.
   Result<std::shared_ptr<PushHandle>> SendGrads(
       const std::vector<ParamBuffer>& grads, Deadline deadline);
+  // SendGrads and GetParamsAsync that never wait: when the call could not
+  // start at once (the client is not ready: not registered yet, parameters
+  // not initialized, or a reconnect is due; or, for a push, a pserver has
+  // fewer free landing slots than the push has blocks for it) they return
+  // a null handle and have done nothing. Otherwise, and for every error
+  // found before anything moves, as the waiting calls (a push of a client
+  // in sync mode is FailedPrecondition). For callers that must not block
+  // uninterruptibly: the Python binding runs these on the calling thread
+  // and only a null answer on its worker thread, which costs two thread
+  // hand-offs per call.
+  Result<std::shared_ptr<PushHandle>> TrySendGrads(
+      const std::vector<ParamBuffer>& grads, Deadline deadline);
+  Result<std::shared_ptr<PullHandle>> TryGetParamsAsync(
+      const std::vector<ParamBuffer>& params, Deadline deadline);
   // Sync mode (fabps-pserver --mode sync --num-trainers N, docs/sync.md):
   // pushes the gradients of step `step`. Each pserver adds the gradients of
   // all N trainers for a block's step up (a sum, not a mean: fold 1/N into

@@ -33,6 +33,15 @@ Result<uint32_t> PushSlots::Acquire(uint32_t pserver, uint32_t block,
   return slot;
 }
 
+bool PushSlots::HasFree(const std::vector<uint32_t>& need) {
+  std::lock_guard<std::mutex> l(mu_);
+  if (need.size() > pservers_.size()) return false;
+  for (size_t i = 0; i < need.size(); i++) {
+    if (pservers_[i].free.size() < need[i]) return false;
+  }
+  return true;
+}
+
 void PushSlots::Release(uint32_t pserver, uint32_t slot) {
   {
     std::lock_guard<std::mutex> l(mu_);

@@ -42,6 +42,10 @@ class PushSlots {
   Result<uint32_t> Acquire(uint32_t pserver, uint32_t block,
                            std::shared_ptr<TransferHandle> push,
                            Deadline deadline, bool hold = false);
+  // Whether pserver i has at least need[i] free slots, for every i (a
+  // snapshot: credits only add to it). False when `need` names more
+  // pservers than the table has.
+  bool HasFree(const std::vector<uint32_t>& need);
   // Gives a slot back whose write never started.
   void Release(uint32_t pserver, uint32_t slot);
   // True when `slot` of `pserver` was acquired with `hold` by `owner` and

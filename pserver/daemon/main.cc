@@ -76,6 +76,7 @@ struct Flags {
   uint32_t slots = 8;
   uint32_t max_trainers = 256;
   int apply_threads = 0;
+  uint64_t inline_apply_kb = 256;
   int rpc_threads = 4;
   int64_t max_frame_mb = 64;
   std::string store;
@@ -224,6 +225,7 @@ int Serve(Flags f, const std::string& token) {
   so.recorded_checkpoint = f.recorded;
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
+  so.inline_apply_bytes = f.inline_apply_kb * 1024;
   so.store_elects_initializer = !f.store.empty();
   so.init_grant_timeout_ms = f.init_grant_timeout_ms;
   so.mode = f.mode == "sync" ? fabps::pserver::ApplyMode::kSync
@@ -393,6 +395,11 @@ int main(int argc, char** argv) {
   app.add_option("--apply-threads", f.apply_threads,
                  "TBB threads for applies (0: all cores)")
       ->check(CLI::Range(0, 1024));
+  app.add_option("--inline-apply-kb", f.inline_apply_kb,
+                 "async mode: a push of a block of at most this many KiB is "
+                 "applied by the fabric's progress thread that received it, "
+                 "not handed to an apply thread (0: always handed over)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 20));
   app.add_option("--rpc-threads", f.rpc_threads, "control-plane worker threads")
       ->check(CLI::Range(1, 256));
   app.add_option("--max-frame-mb", f.max_frame_mb,

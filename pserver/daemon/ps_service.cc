@@ -90,6 +90,7 @@ Status PServerService::BuildShard(const ps::InitConfig& config,
   so.default_rule = spec.default_rule;
   so.rules = spec.rules;
   so.num_threads = options_.apply_threads;
+  so.inline_apply_bytes = options_.inline_apply_bytes;
   so.mode = options_.mode;
   so.num_trainers = options_.num_trainers;
   if (so.mode == ApplyMode::kSync) {

@@ -43,6 +43,9 @@ struct ServiceOptions {
   RecordedCheckpoint recorded_checkpoint;
   uint32_t keep_checkpoints = 3;
   int apply_threads = 0;
+  // ShardOptions::inline_apply_bytes: async pushes of blocks this small are
+  // applied on the progress thread that received them.
+  uint64_t inline_apply_bytes = 0;
   int64_t init_grant_timeout_ms = 30000;
   // True with a coordination store: the store elects the initializer and
   // no pserver's grant is exclusive.

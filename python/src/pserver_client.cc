@@ -100,6 +100,17 @@ class Client : public std::enable_shared_from_this<Client> {
     if (step && (pull || *step < 0))
       ThrowStatus(Status::InvalidArgument(pull ? "a pull takes no step"
                                                : "step must be >= 0"));
+    if (!step) {
+      // The common case starts on this thread: no hand-off to the
+      // CallThread and back (two context switches), unless it would wait.
+      auto t = StartHere(
+          [&](PServerClient* c) {
+            return pull ? c->TryGetParamsAsync(buffers, deadline)
+                        : c->TrySendGrads(buffers, deadline);
+          },
+          keep, transient);
+      if (t) return t;
+    }
     return StartWith(
         [buffers = std::move(buffers), deadline, pull, step](PServerClient* c) {
           return pull   ? c->GetParamsAsync(buffers, deadline)
@@ -137,6 +148,43 @@ class Client : public std::enable_shared_from_this<Client> {
                                    deadline);
         },
         std::move(keep), std::move(transient));
+  }
+
+  // Runs fn(client) on this thread with the GIL released, after the queued
+  // forgets, when the CallThread is idle (nothing queued or running, so the
+  // client's lock is free: calls are submitted with the GIL held only);
+  // nullopt otherwise. fn must not wait: Ctrl-C cannot interrupt it.
+  template <typename T>
+  std::optional<T> RunHere(const std::function<T(PServerClient*)>& fn) {
+    if (!thread_->idle()) return std::nullopt;
+    std::function<T()> call = Wrap<T>(fn);
+    py::gil_scoped_release release;
+    return call();
+  }
+
+  // Starts a transfer by `try_start` (a Try* call: a null handle when it
+  // would wait) on this thread; null when it did not start (the caller
+  // then starts it on the CallThread). Raises the start's error.
+  std::shared_ptr<Transfer> StartHere(
+      const std::function<Result<std::shared_ptr<TransferHandle>>(
+          PServerClient*)>& try_start,
+      const py::object& keep, const std::vector<Range>& transient) {
+    auto r = RunHere<Result<std::shared_ptr<TransferHandle>>>(try_start);
+    if (!r || (r->ok() && **r == nullptr)) return nullptr;
+    if (!r->ok()) {
+      Prune();
+      ThrowStatus(r->status());
+    }
+    auto t = std::make_shared<Transfer>();
+    t->keep = keep;
+    t->transient = transient;
+    t->failed_at_start = successful_starts_;
+    t->started->handle = **r;
+    t->start = std::make_shared<CallThread::Call>([] {});
+    CallThread::RunCall(*t->start);  // done: nothing runs on the thread
+    in_flight_.push_back(t);
+    successful_starts_++;
+    return t;
   }
 
   // Starts a transfer by `start` on the CallThread and waits (Ctrl-C
@@ -192,9 +240,13 @@ class Client : public std::enable_shared_from_this<Client> {
         auto handle = t->started->handle;
         // At once when finished; TimedOut otherwise (and the client
         // reconnects at its next call, as after any transfer error).
-        t->result = Run<Status>([handle, deadline](PServerClient* c) {
-          return c->Wait(handle, deadline);
-        });
+        std::function<Status(PServerClient*)> wait =
+            [handle, deadline](PServerClient* c) {
+              return c->Wait(handle, deadline);
+            };
+        std::optional<Status> here;
+        if (PServerClient::Finished(handle, kPast)) here = RunHere(wait);
+        t->result = here ? *here : Run<Status>(wait);
       }
       Prune();
     }

@@ -3,9 +3,13 @@
 
 #include <gtest/gtest.h>
 
+#include <condition_variable>
 #include <future>
 #include <map>
+#include <mutex>
+#include <optional>
 #include <random>
+#include <thread>
 
 #include "pserver/sparse_rows.h"
 #include "tests/pserver/reference_rules.h"
@@ -255,6 +259,48 @@ TEST(Shard, ApplyAsyncCallsBackOnceInSubmissionOrder) {
   EXPECT_EQ(order, want);
   EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(16, -(49 * 50 / 2)));
   EXPECT_EQ(shard->UpdateCount(0).value(), 50u);
+}
+
+TEST(Shard, ApplyAsyncOfSmallBlocksRunsOnTheCallingThread) {
+  ShardOptions o;
+  o.default_rule.learning_rate = 1.0;
+  o.num_threads = 2;
+  o.inline_apply_bytes = 16 * 8;  // the small parameter's block exactly
+  Layout layout = Layout::Build({{"small", DType::kFloat64, {16}},
+                                 {"large", DType::kFloat64, {17}}},
+                                1 << 10, 1)
+                      .value();
+  auto shard = Shard::Create(std::move(layout), o).value();
+  ASSERT_TRUE(shard->InitBlock(0, std::vector<double>(16, 0).data(), 16 * 8)
+                  .ok());
+  ASSERT_TRUE(shard->InitBlock(1, std::vector<double>(17, 0).data(), 17 * 8)
+                  .ok());
+  std::vector<double> grad(17, 1.0);
+  // Each apply records the thread it called back on.
+  auto apply = [&](uint32_t block, size_t n) {
+    std::mutex mu;
+    std::condition_variable cv;
+    std::optional<std::thread::id> on;
+    GradientRef g{block, 0, 0, GradientFormat::kDense, grad.data(), n * 8};
+    EXPECT_TRUE(shard
+                    ->ApplyAsync(g,
+                                 [&](const Status& st) {
+                                   EXPECT_TRUE(st.ok());
+                                   std::lock_guard<std::mutex> l(mu);
+                                   on = std::this_thread::get_id();
+                                   cv.notify_all();
+                                 })
+                    .ok());
+    std::unique_lock<std::mutex> l(mu);
+    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] { return on.has_value(); }));
+    return on.value_or(std::thread::id());
+  };
+  EXPECT_EQ(apply(0, 16), std::this_thread::get_id());  // done before return
+  EXPECT_NE(apply(1, 17), std::this_thread::get_id());  // an apply thread's
+  ASSERT_TRUE(shard->WaitIdle(Soon()).ok());
+  EXPECT_EQ(ValuesOf(*shard, 0), std::vector<double>(16, -1.0));
+  EXPECT_EQ(shard->UpdateCount(0).value(), 1u);
+  EXPECT_EQ(shard->UpdateCount(1).value(), 1u);
 }
 
 TEST(Shard, ReadBlockLockedShowsStateAndCount) {

@@ -358,11 +358,87 @@ TEST_P(PServerClientTest, FinishedWaitsInSlicesWithoutBreakingTheClient) {
   for (size_t i = 0; i < kBlock; i++) ASSERT_EQ(after[i], block[i] - 1.0f);
 }
 
+// The Try calls start what needs no wait and leave the rest, untouched, to
+// the waiting calls: not before the parameters exist or this client has
+// registered with the pservers, not when a pserver has
+// fewer free slots than the push has blocks for it (3 blocks of "many"
+// against 2 slots; 1 block while both are taken by a frozen pserver).
+TEST_P(PServerClientTest, TryCallsStartOnlyWhatNeedsNoWait) {
+  PServerCluster cluster(GetParam(), 1, {"--slots-per-trainer", "2"});
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> block(kBlock, -1), g(kBlock, 1.0f);
+  auto early = (*c)->TryGetParamsAsync(
+      {{"block", block.data(), block.size() * 4}}, Deadline::InMs(kMs));
+  ASSERT_TRUE(early.ok()) << early.status().ToString();
+  EXPECT_EQ(*early, nullptr);  // not initialized: it would wait
+  ASSERT_TRUE((*c)->BeginInitParams(true).value());
+  ASSERT_TRUE(InitAll(c->get()).ok());
+  auto unregistered = (*c)->TrySendGrads({{"block", g.data(), g.size() * 4}},
+                                         Deadline::InMs(kMs));
+  ASSERT_TRUE(unregistered.ok()) << unregistered.status().ToString();
+  EXPECT_EQ(*unregistered, nullptr);  // registering takes RPCs: a wait
+  ASSERT_TRUE((*c)->GetParams({{"block", block.data(), block.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+
+  auto push = (*c)->TrySendGrads({{"block", g.data(), g.size() * 4}},
+                                 Deadline::InMs(kMs));
+  ASSERT_TRUE(push.ok()) << push.status().ToString();
+  ASSERT_NE(*push, nullptr);
+  ASSERT_TRUE((*c)->Wait(*push, Deadline::InMs(kMs)).ok());
+  auto pull = (*c)->TryGetParamsAsync(
+      {{"block", block.data(), block.size() * 4}}, Deadline::InMs(kMs));
+  ASSERT_TRUE(pull.ok() && *pull != nullptr);
+  ASSERT_TRUE((*c)->Wait(*pull, Deadline::InMs(kMs)).ok());
+  for (size_t i = 0; i < kBlock; i++)
+    ASSERT_EQ(block[i], InitValue(1, i) - 1.0f) << i;
+  EXPECT_EQ((*c)->TrySendGrads({{"nope", g.data(), 4}}, Deadline::InMs(kMs))
+                .status()
+                .code(),
+            Status::Code::kNotFound);
+
+  std::vector<float> many(Elements(Specs()[2]), 1.0f);
+  auto three = (*c)->TrySendGrads({{"many", many.data(), many.size() * 4}},
+                                  Deadline::InMs(kMs));
+  ASSERT_TRUE(three.ok()) << three.status().ToString();
+  EXPECT_EQ(*three, nullptr);
+  auto waited = (*c)->SendGrads({{"many", many.data(), many.size() * 4}},
+                                Deadline::InMs(kMs));
+  ASSERT_TRUE(waited.ok() && (*c)->Wait(*waited, Deadline::InMs(kMs)).ok());
+
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGSTOP).ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return testing::AllThreadsStopped(cluster.proc(0).pid()); },
+      Deadline::InMs(10000)));
+  std::vector<std::shared_ptr<PushHandle>> held;
+  for (int i = 0; i < 2; i++) {
+    auto h = (*c)->TrySendGrads({{"block", g.data(), g.size() * 4}},
+                                Deadline::InMs(kMs));
+    ASSERT_TRUE(h.ok() && *h != nullptr) << i;
+    held.push_back(*h);
+  }
+  auto full = (*c)->TrySendGrads({{"block", g.data(), g.size() * 4}},
+                                 Deadline::InMs(kMs));
+  ASSERT_TRUE(full.ok()) << full.status().ToString();
+  EXPECT_EQ(*full, nullptr);  // both slots wait for the frozen pserver
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGCONT).ok());
+  for (auto& h : held) ASSERT_TRUE((*c)->Wait(h, Deadline::InMs(kMs)).ok());
+  ASSERT_TRUE((*c)->GetParams({{"block", block.data(), block.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  for (size_t i = 0; i < kBlock; i++)  // 1 + 2 pushes of 1, none lost
+    ASSERT_EQ(block[i], InitValue(1, i) - 3.0f) << i;
+}
+
 // The pserver's threads carry names (top -H, perf, /proc): its fabric's
 // progress thread, its apply workers and its control-plane server; so does
 // the trainer library's progress thread in this process.
 TEST_P(PServerClientTest, ThreadsAreNamed) {
-  PServerCluster cluster(GetParam(), 1);
+  // Every push handed to an apply worker (small ones are applied by the
+  // progress thread otherwise).
+  PServerCluster cluster(GetParam(), 1, {"--inline-apply-kb", "0"});
   ASSERT_TRUE(cluster.StartAll().ok());
   auto c = ConnectAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
