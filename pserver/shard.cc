@@ -64,10 +64,11 @@ namespace {
 
 // Names the calling TBB worker "fabps-apply", once per thread. Called by the
 // apply tasks themselves: Drain's task (enqueued to the shard's arena, so
-// always a worker; an inline Drain keeps its caller's name) and the pieces of a parallel apply that run on a thread other than
-// the one that split the work (a caller's own thread keeps its name). A
-// task_scheduler_observer did this before; TBB 2021.8 leaked its proxy when
-// observe(false) raced a worker leaving the arena (LeakSanitizer, CI).
+// always a worker; an inline Drain keeps its caller's name) and the pieces of a
+// parallel apply that run on a thread other than the one that split the work (a
+// caller's own thread keeps its name). A task_scheduler_observer did this
+// before; TBB 2021.8 leaked its proxy when observe(false) raced a worker
+// leaving the arena (LeakSanitizer, CI).
 void NameApplyWorker() {
   thread_local bool named = false;
   if (!named) {

@@ -166,8 +166,8 @@ class Client : public std::enable_shared_from_this<Client> {
   // would wait) on this thread; null when it did not start (the caller
   // then starts it on the CallThread). Raises the start's error.
   std::shared_ptr<Transfer> StartHere(
-      const std::function<Result<std::shared_ptr<TransferHandle>>(
-          PServerClient*)>& try_start,
+      const std::function<
+          Result<std::shared_ptr<TransferHandle>>(PServerClient*)>& try_start,
       const py::object& keep, const std::vector<Range>& transient) {
     auto r = RunHere<Result<std::shared_ptr<TransferHandle>>>(try_start);
     if (!r || (r->ok() && **r == nullptr)) return nullptr;

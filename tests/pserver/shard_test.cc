@@ -271,10 +271,10 @@ TEST(Shard, ApplyAsyncOfSmallBlocksRunsOnTheCallingThread) {
                                 1 << 10, 1)
                       .value();
   auto shard = Shard::Create(std::move(layout), o).value();
-  ASSERT_TRUE(shard->InitBlock(0, std::vector<double>(16, 0).data(), 16 * 8)
-                  .ok());
-  ASSERT_TRUE(shard->InitBlock(1, std::vector<double>(17, 0).data(), 17 * 8)
-                  .ok());
+  ASSERT_TRUE(
+      shard->InitBlock(0, std::vector<double>(16, 0).data(), 16 * 8).ok());
+  ASSERT_TRUE(
+      shard->InitBlock(1, std::vector<double>(17, 0).data(), 17 * 8).ok());
   std::vector<double> grad(17, 1.0);
   // Each apply records the thread it called back on.
   auto apply = [&](uint32_t block, size_t n) {
@@ -292,7 +292,8 @@ TEST(Shard, ApplyAsyncOfSmallBlocksRunsOnTheCallingThread) {
                                  })
                     .ok());
     std::unique_lock<std::mutex> l(mu);
-    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(30), [&] { return on.has_value(); }));
+    EXPECT_TRUE(cv.wait_for(l, std::chrono::seconds(30),
+                            [&] { return on.has_value(); }));
     return on.value_or(std::thread::id());
   };
   EXPECT_EQ(apply(0, 16), std::this_thread::get_id());  // done before return
