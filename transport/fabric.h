@@ -142,7 +142,8 @@ class Completion {
   // endpoint driving its progress, on a kThread endpoint sleeping (after a
   // short spin) until the progress thread completes it. Returns the operation's
   // Status, or TimedOut (the operation stays posted; its memory must stay valid
-  // until the endpoint is closed).
+  // until the endpoint is closed). With a deadline that has passed it only
+  // looks: no spin, no progress driven.
   Status Wait(Deadline deadline);
   // Non-blocking: the Status when done, nullopt while in flight. Does not
   // drive progress.
