@@ -18,6 +18,12 @@
 
 namespace fabps::pserver {
 
+namespace {
+// Set while the endpoint's progress thread runs the immediate handler:
+// what runs there must not wait for the provider.
+thread_local bool on_progress_thread = false;
+}  // namespace
+
 // One registered trainer: its peer, credit target and landing slots.
 struct DataPlane::Trainer {
   uint32_t index = 0;
@@ -59,8 +65,11 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
       dp->fabric_->Register(dp->scratch_.data(), dp->scratch_.size()));
   dp->credit_endpoint_ = dp->endpoint_.get();
   DataPlane* raw = dp.get();
-  dp->endpoint_->SetImmediateHandler(
-      [raw](const transport::ImmediateEvent& e) { raw->OnImmediate(e.data); });
+  dp->endpoint_->SetImmediateHandler([raw](const transport::ImmediateEvent& e) {
+    on_progress_thread = true;
+    raw->OnImmediate(e.data);
+    on_progress_thread = false;
+  });
   return dp;
 }
 
@@ -68,6 +77,14 @@ DataPlane::~DataPlane() {
   stopping_ = true;
   endpoint_->SetImmediateHandler(nullptr);
   DetachShard();
+  // The credits thread posts on the endpoint: it goes first (a handler
+  // still running finds retry_stop_ and drops its credit).
+  {
+    std::lock_guard<std::mutex> l(retry_mu_);
+    retry_stop_ = true;
+  }
+  retry_cv_.notify_all();
+  if (retry_thread_.joinable()) retry_thread_.join();
   // Stop the progress thread (and so the handler) before anything it uses.
   endpoint_.reset();
 }
@@ -462,11 +479,57 @@ void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
   c.code = code;
   c.block = block;
   if (stopping_) return;  // the trainer sees its push time out instead
-  auto w = credit_endpoint_->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0,
-                                   wire::EncodeCredit(c), Deadline::InMs(5000));
-  if (!w.ok())
-    FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": "
-                       << w.status().ToString();
+  const uint64_t word = wire::EncodeCredit(c);
+  if (on_progress_thread) {
+    // One try: a busy provider is retried by the credits thread.
+    Status s = PostCredit(t, word, Deadline::InMs(0));
+    if (s.code() != Status::Code::kTimedOut) {
+      if (!s.ok())
+        FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": "
+                           << s.ToString();
+      return;
+    }
+    std::lock_guard<std::mutex> l(retry_mu_);
+    if (retry_stop_) return;
+    retry_.push_back(DeferredCredit{t, word});
+    if (!retry_thread_.joinable()) {
+      retry_thread_ = std::thread([this] {
+        SetThreadName("fabps-credits");
+        RetryCredits();
+      });
+    }
+    retry_cv_.notify_all();
+    return;
+  }
+  Status s = PostCredit(t, word, Deadline::InMs(5000));
+  if (!s.ok())
+    FABPS_LOG(WARNING) << "credit to trainer " << t->id << ": " << s.ToString();
+}
+
+Status DataPlane::PostCredit(const std::shared_ptr<Trainer>& t, uint64_t word,
+                             Deadline deadline) {
+  return credit_endpoint_
+      ->Write(t->peer, *scratch_mr_, 0, 0, t->credit, 0, word, deadline)
+      .status();
+}
+
+void DataPlane::RetryCredits() {
+  std::unique_lock<std::mutex> l(retry_mu_);
+  for (;;) {
+    retry_cv_.wait(l, [&] { return retry_stop_ || !retry_.empty(); });
+    if (retry_stop_) return;
+    std::vector<DeferredCredit> batch;
+    batch.swap(retry_);
+    l.unlock();
+    for (const DeferredCredit& d : batch) {
+      if (stopping_) break;
+      Status s = PostCredit(d.trainer, d.word, Deadline::InMs(5000));
+      if (!s.ok())
+        FABPS_LOG(WARNING) << "credit to trainer " << d.trainer->id
+                           << " (retried): " << s.ToString();
+    }
+    l.lock();
+  }
 }
 
 DataPlaneStats DataPlane::stats() const {

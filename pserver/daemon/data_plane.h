@@ -37,7 +37,13 @@
 // trainer can write only into its own slots.
 //
 // Threads: the endpoint's progress thread runs the immediate handler; TBB
-// workers run applies and send credits. Public methods are thread safe.
+// workers run applies and send credits. A small block's apply (the shard's
+// inline_apply_bytes) and a rows read run on the progress thread itself,
+// and so does their credit: that one is posted without waiting, and when
+// the provider is busy (a trainer that stopped reading, a full queue) it
+// goes to a thread of its own ("fabps-credits", started when first needed)
+// that retries it, so one slow trainer never holds up the thread that
+// serves the others. Public methods are thread safe.
 #ifndef FABPS_PSERVER_DAEMON_DATA_PLANE_H_
 #define FABPS_PSERVER_DAEMON_DATA_PLANE_H_
 
@@ -143,6 +149,10 @@ class DataPlane {
   void WatchSteps();
   void SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
                   uint32_t block, Status::Code code);
+  // Posts a credit word, waiting for a busy provider until `deadline`.
+  Status PostCredit(const std::shared_ptr<Trainer>& t, uint64_t word,
+                    Deadline deadline);
+  void RetryCredits();
   void Reject(const std::string& why);
 
   const DataPlaneOptions options_;
@@ -181,6 +191,17 @@ class DataPlane {
   bool watch_stop_ = false;  // guarded by watch_mu_
   std::thread watcher_;
   std::atomic<uint64_t> reject_logs_{0};
+
+  // Credits the progress thread could not post at once, for retry_thread_.
+  struct DeferredCredit {
+    std::shared_ptr<Trainer> trainer;
+    uint64_t word = 0;
+  };
+  std::mutex retry_mu_;
+  std::condition_variable retry_cv_;
+  std::vector<DeferredCredit> retry_;  // guarded by retry_mu_
+  bool retry_stop_ = false;            // guarded by retry_mu_
+  std::thread retry_thread_;           // started under retry_mu_
 };
 
 }  // namespace fabps::pserver
