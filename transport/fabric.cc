@@ -7,26 +7,37 @@ namespace fabps::transport {
 namespace {
 
 constexpr uint32_t kRemoteRegionMagic = 0x46525231;  // "FRR1"
+constexpr uint32_t kSharedRegionMagic = 0x46525232;  // "FRR2"
 constexpr size_t kRemoteRegionBytes = 4 + 3 * 8;
+constexpr size_t kSharedRegionBytes = kRemoteRegionBytes + 4 + 4 + 3 * 8;
 
 }  // namespace
 
 std::string RemoteRegion::Serialize() const {
   std::string out;
-  out.reserve(kRemoteRegionBytes);
+  out.reserve(share ? kSharedRegionBytes : kRemoteRegionBytes);
   ByteWriter w(&out);
-  w.U32(kRemoteRegionMagic);
+  w.U32(share ? kSharedRegionMagic : kRemoteRegionMagic);
   w.U64(base);
   w.U64(key);
   w.U64(length);
+  if (share) {
+    w.U32(share->pid);
+    w.U32(static_cast<uint32_t>(share->fd));
+    w.U64(share->offset);
+    w.U64(share->nonce_hi);
+    w.U64(share->nonce_lo);
+  }
   return out;
 }
 
 Result<RemoteRegion> RemoteRegion::Parse(const std::string& bytes) {
-  if (bytes.size() != kRemoteRegionBytes) {
+  if (bytes.size() != kRemoteRegionBytes &&
+      bytes.size() != kSharedRegionBytes) {
     return Status::Corruption(
         "remote region descriptor: " + std::to_string(bytes.size()) +
-        " bytes, expected " + std::to_string(kRemoteRegionBytes));
+        " bytes, expected " + std::to_string(kRemoteRegionBytes) + " or " +
+        std::to_string(kSharedRegionBytes));
   }
   ByteReader r(bytes);
   uint32_t magic = 0;
@@ -36,11 +47,29 @@ Result<RemoteRegion> RemoteRegion::Parse(const std::string& bytes) {
   r.U64(&region.base);
   r.U64(&region.key);
   r.U64(&region.length);
-  if (magic != kRemoteRegionMagic)
+  const uint32_t want = bytes.size() == kRemoteRegionBytes ? kRemoteRegionMagic
+                                                           : kSharedRegionMagic;
+  if (magic != want)
     return Status::Corruption("remote region descriptor: bad magic");
   if (region.base + region.length < region.base) {
     return Status::Corruption(
         "remote region descriptor: base + length overflows");
+  }
+  if (magic == kSharedRegionMagic) {
+    ShareInfo s;
+    uint32_t fd = 0;
+    r.U32(&s.pid);
+    r.U32(&fd);
+    r.U64(&s.offset);
+    r.U64(&s.nonce_hi);
+    r.U64(&s.nonce_lo);
+    s.fd = static_cast<int32_t>(fd);
+    if (s.pid == 0 || s.fd < 0 || s.offset + region.length < s.offset) {
+      return Status::Corruption(
+          "remote region descriptor: bad shared memory (pid " +
+          std::to_string(s.pid) + ", fd " + std::to_string(s.fd) + ")");
+    }
+    region.share = s;
   }
   return region;
 }

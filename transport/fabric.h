@@ -43,6 +43,10 @@
 // from any thread concurrently. Completion is safe to poll from several
 // threads.
 //
+// One host (shm): RMA to a region a peer registered in SharedMemory is a
+// memcpy through a mapping of that memory, done when Write/Read returns; see
+// RemoteRegion::share and transport/local_shares.h.
+//
 // Errors: every operation takes a deadline. A peer that dies or stops
 // answering produces an error Status in the waiter within its deadline (the
 // provider's error when it reports one, TimedOut otherwise), never a hang.
@@ -60,6 +64,7 @@
 #include <vector>
 
 #include "base/deadline.h"
+#include "base/shared_memory.h"
 #include "base/status.h"
 
 namespace fabps::transport {
@@ -93,6 +98,12 @@ struct FabricOptions {
   // Completion queue depth; posts that find it full are retried while
   // progress drains it, until their deadline.
   size_t cq_size = 4096;
+  // shm only: regions in SharedMemory are offered to peers for the
+  // copy-free path (RemoteRegion::share), and this fabric's endpoints take
+  // it where peers offer it. The environment variable FABPS_SHM_DIRECT=0
+  // turns it off for every fabric of the process (to compare, or to rule it
+  // out).
+  bool shm_direct = true;
   // Bounds of the registration cache of caller buffers.
   size_t reg_cache_max_entries = 1024;
   size_t reg_cache_max_bytes = size_t{8} << 30;
@@ -102,12 +113,22 @@ struct FabricOptions {
 // provider adds offsets to: the region's virtual address when the provider
 // uses FI_MR_VIRT_ADDR, 0 otherwise. `key` is the provider's key. All peers
 // of one job use the same provider, so they agree on the meaning.
+//
+// `share` is set by a fabric whose peers are processes of the same host (the
+// shm provider) when the region lies in SharedMemory (base/shared_memory.h):
+// a peer's endpoint then maps that memory and does its RMA to the region as
+// a plain memory copy, no kernel copy (CMA) and no target-side progress; a
+// write's immediate data still goes through the fabric, after the bytes are
+// in place. An endpoint that cannot map it (another host, another pid
+// namespace, a name that does not match) uses the fabric as without it.
 struct RemoteRegion {
   uint64_t base = 0;
   uint64_t key = 0;
   uint64_t length = 0;
+  std::optional<ShareInfo> share;
 
-  // A fixed 28-byte encoding: magic, base, key, length (little endian).
+  // Little endian: magic, base, key, length (28 bytes); with a share, another
+  // magic and then pid, fd, offset, nonce (60 bytes).
   std::string Serialize() const;
   // Validates size and magic; Corruption on anything else.
   static Result<RemoteRegion> Parse(const std::string& bytes);

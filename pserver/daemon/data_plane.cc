@@ -1,15 +1,13 @@
 #include "pserver/daemon/data_plane.h"
 
-#include <sys/mman.h>
-
 #include <algorithm>
-#include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <map>
 #include <set>
 
 #include "base/log.h"
+#include "base/shared_memory.h"
 #include "base/thread_name.h"
 #include "pserver/dtype.h"
 #include "pserver/rows_slot.h"
@@ -30,14 +28,9 @@ struct DataPlane::Trainer {
   int64_t id = 0;
   transport::PeerId peer = 0;
   transport::RemoteRegion credit;
-  void* landing = nullptr;
-  size_t landing_bytes = 0;
-  std::unique_ptr<transport::MemoryRegion> landing_mr;
+  SharedMemory landing;  // shared: an shm trainer copies into it directly
+  std::unique_ptr<transport::MemoryRegion> landing_mr;  // (destroyed first)
   std::unique_ptr<std::atomic<bool>[]> busy;
-  ~Trainer() {
-    landing_mr.reset();
-    if (landing) ::munmap(landing, landing_bytes);
-  }
 };
 
 Result<std::unique_ptr<DataPlane>> DataPlane::Create(
@@ -184,15 +177,13 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(
   t->credit = credit;
   if (old) endpoint_->RemovePeer(old->peer);
   FABPS_ASSIGN_OR_RETURN(t->peer, endpoint_->AddPeer(address));
-  t->landing_bytes = slot_bytes_ * options_.slots_per_trainer;
-  t->landing = ::mmap(nullptr, t->landing_bytes, PROT_READ | PROT_WRITE,
-                      MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (t->landing == MAP_FAILED) {
-    t->landing = nullptr;
-    return PosixError("mmap landing slots", errno);
-  }
-  FABPS_ASSIGN_OR_RETURN(t->landing_mr,
-                         fabric_->Register(t->landing, t->landing_bytes));
+  FABPS_ASSIGN_OR_RETURN(
+      t->landing,
+      SharedMemory::Create(slot_bytes_ * options_.slots_per_trainer));
+  FABPS_ASSIGN_OR_RETURN(
+      t->landing_mr,
+      fabric_->Register(t->landing.base(),
+                        slot_bytes_ * options_.slots_per_trainer));
   t->busy.reset(new std::atomic<bool>[options_.slots_per_trainer]);
   for (uint32_t s = 0; s < options_.slots_per_trainer; s++) t->busy[s] = false;
   if (index == trainers_.size()) {
@@ -254,7 +245,8 @@ void DataPlane::OnImmediate(uint64_t data) {
     return Reject("slot " + std::to_string(imm->slot) + " of trainer " +
                   std::to_string(t->id) + " reused before its credit");
   }
-  char* slot_data = static_cast<char*>(t->landing) + imm->slot * slot_bytes_;
+  char* slot_data =
+      static_cast<char*>(t->landing.base()) + imm->slot * slot_bytes_;
   const bool sync = shard->options().mode == ApplyMode::kSync;
   if (imm->kind != wire::PushKind::kDense || sync) {
     if (imm->kind == wire::PushKind::kRowsRead ||

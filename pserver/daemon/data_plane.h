@@ -7,6 +7,9 @@
 // a credit (zero bytes with immediate data) back to the trainer, who may
 // then reuse the slot. A trainer thus never overwrites a slot that is not yet
 // applied, and a push's completion on the trainer means "applied".
+// Landing regions and the arena are SharedMemory: on the shm provider a
+// trainer maps them and its RMA becomes a memcpy (transport/local_shares.h);
+// the immediate data and everything the data plane checks stay the same.
 //
 // Rows (pserver/rows_slot.h): a push word of kind kRows names a slot holding
 // a rows header, row ids and row gradients; it is applied like a dense block

@@ -12,6 +12,7 @@
 #include <atomic>
 #include <cmath>
 #include <filesystem>
+#include <fstream>
 #include <numeric>
 #include <thread>
 #include <vector>
@@ -240,6 +241,43 @@ TEST_P(PServerClientTest, DeadPserverFailsWithinDeadline) {
           .count();
   EXPECT_FALSE(s.ok()) << "pushes to a dead pserver kept succeeding";
   EXPECT_LT(secs, 30.0);
+  std::printf("error seen: %s after %.1f s\n", s.ToString().c_str(), secs);
+}
+
+// True when this process maps a pserver's SharedMemory: the shm provider's
+// copy-free path (transport/local_shares.h) is in use.
+bool MapsPserverMemory() {
+  std::ifstream maps("/proc/self/maps");
+  std::string line;
+  while (std::getline(maps, line)) {
+    if (line.find("/memfd:fabps-") != std::string::npos) return true;
+  }
+  return false;
+}
+
+// A pull from a pserver that was killed fails (within its deadline) instead
+// of handing back the last values: over shm the trainer reads the pserver's
+// arena through its own mapping, which outlives the pserver.
+TEST_P(PServerClientTest, PullFromADeadPserverFails) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  std::vector<float> many(3 * (kBlock + 5), 1.0f);
+  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}},
+                              Deadline::InMs(kMs))
+                  .ok());
+  EXPECT_EQ(many[kBlock + 7], InitValue(2, kBlock + 7));
+  EXPECT_EQ(MapsPserverMemory(), GetParam() == "shm");
+  cluster.proc(0).Kill();
+  auto start = std::chrono::steady_clock::now();
+  Status s = (*c)->GetParams({{"many", many.data(), many.size() * 4}},
+                             Deadline::InMs(5000));
+  double secs =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_FALSE(s.ok()) << "a pull from a dead pserver succeeded";
+  EXPECT_LT(secs, 20.0);
   std::printf("error seen: %s after %.1f s\n", s.ToString().c_str(), secs);
 }
 

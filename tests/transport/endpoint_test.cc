@@ -453,7 +453,7 @@ TEST(Fabric, AutoSaysWhatItChoseAndWhy) {
 }
 
 TEST(RemoteRegion, RoundTripAndValidation) {
-  RemoteRegion r{0x7f0012345678, 0xdeadbeefcafe, 1 << 20};
+  RemoteRegion r{0x7f0012345678, 0xdeadbeefcafe, 1 << 20, std::nullopt};
   auto back = RemoteRegion::Parse(r.Serialize());
   ASSERT_TRUE(back.ok());
   EXPECT_EQ(back->base, r.base);
@@ -465,7 +465,7 @@ TEST(RemoteRegion, RoundTripAndValidation) {
   bytes[0] ^= 1;
   EXPECT_EQ(RemoteRegion::Parse(bytes).status().code(),
             Status::Code::kCorruption);
-  RemoteRegion wrap{UINT64_MAX - 10, 1, 100};
+  RemoteRegion wrap{UINT64_MAX - 10, 1, 100, std::nullopt};
   EXPECT_FALSE(RemoteRegion::Parse(wrap.Serialize()).ok());
 }
 

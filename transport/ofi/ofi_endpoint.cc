@@ -10,6 +10,7 @@
 #include <cerrno>
 #include <chrono>
 #include <cstdlib>
+#include <cstring>
 #include <mutex>
 
 #include "base/log.h"
@@ -166,6 +167,7 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   inject_size_ = fabric_->provider().find("ofi_rxm") == std::string::npos
                      ? info->tx_attr->inject_size
                      : 0;
+  if (fabric_->shm_direct()) shares_ = std::make_unique<LocalShares>();
   uint64_t order = info->tx_attr->msg_order;
   ordered_writes_ = (order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
                     info->ep_attr->max_order_waw_size >= transfer_limit_;
@@ -501,6 +503,30 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
         std::to_string(remote.length) + " bytes");
   }
   FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
+  if (shares_ != nullptr && remote.share && len > 0) {
+    // The copy-free path (transport/local_shares.h). Parse checked that
+    // share->offset + length does not overflow.
+    auto m = shares_->Map(*remote.share);
+    if (m != nullptr && remote.share->offset + remote.length <= m->size()) {
+      if (!m->OwnerAlive()) {
+        return Status::Unavailable(std::string(what) + " to peer " +
+                                   std::to_string(peer) +
+                                   ": its process has exited");
+      }
+      char* far = m->base() + remote.share->offset + remote_offset;
+      char* near = static_cast<char*>(region.data()) + offset;
+      if (kind == Kind::kWrite) {
+        std::memcpy(far, near, len);
+      } else {
+        std::memcpy(near, far, len);
+      }
+      if (kind == Kind::kRead || !immediate) return Completion();
+      // The bytes are in place: the immediate data follow through the
+      // fabric, as a write of zero bytes.
+      return Rma(kind, peer, region, offset, 0, remote, remote_offset,
+                 immediate, deadline);
+    }
+  }
   if (kind == Kind::kWrite && len == 0 && inject_size_ > 0) {
     // A notification (a pserver's credit): nothing to move, nothing to
     // wait for; injected, it costs the sender no completion entry.

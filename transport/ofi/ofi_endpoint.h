@@ -21,6 +21,7 @@
 
 #include "transport/completion.h"
 #include "transport/fabric.h"
+#include "transport/local_shares.h"
 
 namespace fabps::transport::ofi {
 
@@ -110,6 +111,9 @@ class OfiEndpoint final : public Endpoint,
   // over ofi_rxm, see Open).
   size_t inject_size_ = 0;
   bool ordered_writes_ = false;
+  // The copy-free path to peers' SharedMemory (OfiFabric::shm_direct); null
+  // when off.
+  std::unique_ptr<LocalShares> shares_;
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;
   // The CQ has a wait object (kThread on a provider that offers one).

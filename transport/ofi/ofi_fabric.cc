@@ -3,8 +3,11 @@
 #include <rdma/fi_errno.h>
 #include <unistd.h>
 
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
+#include <optional>
+#include <utility>
 
 #include "base/log.h"
 #include "base/shm_regions.h"
@@ -22,8 +25,13 @@ constexpr int kMrMode =
 
 class OfiMemoryRegion final : public MemoryRegion {
  public:
-  OfiMemoryRegion(fid_mr* mr, void* data, size_t len, bool virt_addr)
-      : mr_(mr), data_(data), len_(len), virt_addr_(virt_addr) {}
+  OfiMemoryRegion(fid_mr* mr, void* data, size_t len, bool virt_addr,
+                  std::optional<ShareInfo> share)
+      : mr_(mr),
+        data_(data),
+        len_(len),
+        virt_addr_(virt_addr),
+        share_(std::move(share)) {}
   ~OfiMemoryRegion() override { fi_close(&mr_->fid); }
   void* data() const override { return data_; }
   size_t size() const override { return len_; }
@@ -32,6 +40,7 @@ class OfiMemoryRegion final : public MemoryRegion {
     r.base = virt_addr_ ? reinterpret_cast<uint64_t>(data_) : 0;
     r.key = fi_mr_key(mr_);
     r.length = len_;
+    r.share = share_;
     return r;
   }
   void* desc() const { return fi_mr_desc(mr_); }
@@ -41,6 +50,7 @@ class OfiMemoryRegion final : public MemoryRegion {
   void* data_;
   size_t len_;
   bool virt_addr_;
+  std::optional<ShareInfo> share_;
 };
 
 }  // namespace
@@ -122,8 +132,10 @@ Result<std::unique_ptr<MemoryRegion>> OfiFabric::Register(void* data,
   if (ret != 0)
     return FiError("fi_mr_reg(" + std::to_string(len) + " bytes)", ret);
   bool virt = (mr_mode() & FI_MR_VIRT_ADDR) != 0;
+  std::optional<ShareInfo> share;
+  if (shm_direct_) share = FindShare(data, len);
   return std::unique_ptr<MemoryRegion>(
-      new OfiMemoryRegion(mr, data, len, virt));
+      new OfiMemoryRegion(mr, data, len, virt, std::move(share)));
 }
 
 Result<std::unique_ptr<Endpoint>> OfiFabric::CreateEndpoint(ProgressMode mode) {
@@ -188,6 +200,10 @@ Result<std::unique_ptr<Fabric>> CreateOfiFabric(const FabricOptions& options) {
   f->reason_ = reason;
   f->options_ = options;
   f->info_ = info;
+  const char* direct_env = std::getenv("FABPS_SHM_DIRECT");
+  f->shm_direct_ =
+      chosen == "shm" && options.shm_direct &&
+      !(direct_env != nullptr && std::strcmp(direct_env, "0") == 0);
   int ret = fi_fabric(info->fabric_attr, &f->fabric_, nullptr);
   if (ret != 0) return FiError("fi_fabric(" + chosen + ")", ret);
   ret = fi_domain(f->fabric_, info, &f->domain_, nullptr);

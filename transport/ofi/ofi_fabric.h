@@ -49,6 +49,9 @@ class OfiFabric final : public Fabric {
   fi_info* info() const { return info_; }
   fid_domain* domain() const { return domain_; }
   size_t transfer_limit() const { return transfer_limit_; }
+  // Whether RMA to a peer's SharedMemory is a memcpy (FabricOptions::shm_direct
+  // on the shm provider).
+  bool shm_direct() const { return shm_direct_; }
 
  private:
   friend Result<std::unique_ptr<Fabric>> CreateOfiFabric(
@@ -62,6 +65,7 @@ class OfiFabric final : public Fabric {
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   size_t transfer_limit_ = 0;
+  bool shm_direct_ = false;
   std::atomic<uint64_t> next_key_{
       1};  // keys we choose when the provider does not
   std::unique_ptr<RegistrationCache> cache_;
