@@ -72,9 +72,9 @@ Result<SharedMemory> SharedMemory::Create(size_t bytes) {
   if (ftruncate(e.fd, static_cast<off_t>(size)) != 0) {
     int err = errno;
     close(e.fd);
-    return PosixError("ftruncate of a " + std::to_string(size) +
-                          "-byte shared memory file",
-                      err);
+    return PosixError(
+        "ftruncate of a " + std::to_string(size) + "-byte shared memory file",
+        err);
   }
   void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
                  MAP_SHARED | MAP_POPULATE, e.fd, 0);

@@ -32,7 +32,7 @@ namespace fabps {
 
 // How a process of the same host reaches bytes of a SharedMemory.
 struct ShareInfo {
-  uint32_t pid = 0;     // the owner; the memfd is /proc/<pid>/fd/<fd>
+  uint32_t pid = 0;  // the owner; the memfd is /proc/<pid>/fd/<fd>
   int32_t fd = -1;
   uint64_t offset = 0;  // of the first byte of the range, in the memfd
   uint64_t nonce_hi = 0, nonce_lo = 0;

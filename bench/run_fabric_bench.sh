@@ -5,6 +5,8 @@
 #             provider, 64 B, usec/xfer
 #   bandwidth fabps RMA write at 4 MiB vs one TCP stream (iperf3 -l 1M over
 #             loopback) for tcp;ofi_rxm, vs single-thread memcpy for shm
+#             (shm twice: into ordinary memory, through the kernel, and
+#             into SharedMemory, the copy-free path a pserver's memory takes)
 # Usage: bench/run_fabric_bench.sh [BUILD_DIR] [PROVIDER ...]
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -35,14 +37,16 @@ fi_pp() {
   awk -v s="$size" '$1 == s { print $7 }' "$out/fipp" | tail -1
 }
 
-# fabps bench: prints the JSON rows of TEST at SIZES.
+# fabps bench: prints the JSON rows of TEST at SIZES (further arguments go to
+# both sides).
 fabps_run() {
   local prov="$1" test="$2" sizes="$3" port
+  shift 3
   port="$(free_port)"
-  "$bench" -p "$prov" -t "$test" -S "$sizes" -W 16 -P "$port" --json >"$out/srv" 2>&1 &
+  "$bench" -p "$prov" -t "$test" -S "$sizes" -W 16 -P "$port" --json "$@" >"$out/srv" 2>&1 &
   local spid=$!; pids+=("$spid")
   sleep 0.3
-  timeout 300 "$bench" -p "$prov" -t "$test" -S "$sizes" -W 16 -P "$port" --json 127.0.0.1
+  timeout 300 "$bench" -p "$prov" -t "$test" -S "$sizes" -W 16 -P "$port" --json "$@" 127.0.0.1
   wait "$spid" 2>/dev/null || true
 }
 
@@ -77,4 +81,10 @@ for prov in "${providers[@]}"; do
   fi
   ratio="$($py -c "print(f'{$ours_bw/$ref_bw:.2f}')")"
   printf "| %s | 4 MiB RMA write, GB/s | %.2f | %.2f (%s) | %sx | %s |\n" "$prov" "$ours_bw" "$ref_bw" "$ref_name" "$ratio" "$target"
+  if [ "$prov" = "shm" ]; then
+    # Into SharedMemory, as a pserver's arena and slots: the copy-free path.
+    shared_bw="$(fabps_run "$prov" write_bw 4194304 --shared-memory | field 4194304 MB_per_sec | awk '{print $1/1000}')"
+    ratio="$($py -c "print(f'{$shared_bw/$ref_bw:.2f}')")"
+    printf "| %s | 4 MiB RMA write into SharedMemory (copy-free), GB/s | %.2f | %.2f (%s) | %sx | %s |\n" "$prov" "$shared_bw" "$ref_bw" "$ref_name" "$ratio" "$target"
+  fi
 done

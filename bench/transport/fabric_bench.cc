@@ -24,6 +24,7 @@
 
 #include "base/cli.h"
 #include "base/log.h"
+#include "base/shared_memory.h"
 #include "bench/transport/oob.h"
 #include "transport/fabric.h"
 
@@ -51,6 +52,7 @@ struct Options {
   int window = 64;
   bool json = false;
   bool verify = true;
+  bool shared = false;  // buffers in SharedMemory, as a pserver's
 };
 
 struct Row {
@@ -159,6 +161,7 @@ struct Side {
   bool client = false;
   std::unique_ptr<Fabric> fabric;
   std::unique_ptr<Endpoint> ep;
+  SharedMemory shared;  // with --shared-memory: holds buf (outlives mr)
   // [0, max): transmit, RMA source or target; [max, 2max): receive;
   // [2max, 2max + 4096): acknowledgments, so they never overwrite data.
   char* buf = nullptr;
@@ -381,10 +384,15 @@ Status Run(const Options& o) {
   s.max = std::max<size_t>(
       4096, sizes.empty() ? 1 : *std::max_element(sizes.begin(), sizes.end()));
   const size_t total = 2 * s.max + 4096;
-  void* mem = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
-                     MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
-  if (mem == MAP_FAILED) return PosixError("mmap", errno);
-  s.buf = static_cast<char*>(mem);
+  if (o.shared) {
+    FABPS_ASSIGN_OR_RETURN(s.shared, SharedMemory::Create(total));
+    s.buf = static_cast<char*>(s.shared.base());
+  } else {
+    void* mem = ::mmap(nullptr, total, PROT_READ | PROT_WRITE,
+                       MAP_PRIVATE | MAP_ANONYMOUS | MAP_POPULATE, -1, 0);
+    if (mem == MAP_FAILED) return PosixError("mmap", errno);
+    s.buf = static_cast<char*>(mem);
+  }
   FABPS_ASSIGN_OR_RETURN(s.mr, s.fabric->Register(s.buf, total));
 
   if (s.client) {
@@ -461,6 +469,10 @@ int main(int argc, char** argv) {
                  "address to bind (server) and fabric interface");
   app.add_flag("--json", o.json, "one JSON object per result row");
   app.add_flag("!--no-verify", o.verify, "skip checking the data");
+  app.add_flag("--shared-memory", o.shared,
+               "buffers in SharedMemory, as a pserver's arena and landing "
+               "slots (on shm: RMA is the copy-free path; give it to both "
+               "sides)");
   app.add_option("server", o.server, "the server's host (client side)");
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
   fabps::SetLogLevel(fabps::LogLevel::kWarning);

@@ -2,6 +2,8 @@
 // RemoteRegion's share, LocalShares' mappings (a wrong name refused, an
 // exited owner seen), and RMA to a peer's SharedMemory done as a memcpy
 // before Write/Read return, or through the fabric where it cannot be.
+#include "transport/local_shares.h"
+
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -11,7 +13,6 @@
 
 #include "base/shared_memory.h"
 #include "transport/fabric.h"
-#include "transport/local_shares.h"
 
 namespace fabps::transport {
 namespace {
@@ -215,8 +216,8 @@ TEST(ShmDirect, RmaToSharedMemoryIsACopyDoneWhenTheCallReturns) {
                       Deadline::InMs(kTimeoutMs));
   ASSERT_TRUE(w.ok()) << w.status().ToString();
   EXPECT_TRUE(w->done());  // a memcpy, no completion to read
-  EXPECT_EQ(std::memcmp(static_cast<char*>(target->base()) + kBytes,
-                        src.data(), kBytes),
+  EXPECT_EQ(std::memcmp(static_cast<char*>(target->base()) + kBytes, src.data(),
+                        kBytes),
             0);
   // The immediate data still come, through the fabric, after the bytes.
   auto imm = p.b->WaitImmediate(Deadline::InMs(kTimeoutMs));

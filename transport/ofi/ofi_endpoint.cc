@@ -308,6 +308,7 @@ Status OfiEndpoint::RemovePeer(PeerId peer) {
     return Status::NotFound("peer " + std::to_string(peer));
   fi_addr_t fa = it->second;
   peers_.erase(it);
+  reached_.erase(peer);
   for (auto a = peer_by_address_.begin(); a != peer_by_address_.end(); ++a) {
     if (a->second == peer) {
       peer_by_address_.erase(a);
@@ -512,6 +513,25 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
         return Status::Unavailable(std::string(what) + " to peer " +
                                    std::to_string(peer) +
                                    ": its process has exited");
+      }
+      // libfabric's shm connects to a peer on the first operation to it,
+      // which needs the peer's progress: were a write's immediate data the
+      // first, a peer that is frozen then would hold the writer up until
+      // its deadline. So the first transfer to a peer also writes zero
+      // bytes through the fabric (no immediate data: nothing for the peer
+      // to see), as its transfers through the fabric would have.
+      bool reached;
+      {
+        std::lock_guard<std::mutex> l(peers_mu_);
+        reached = reached_.count(peer) > 0;
+      }
+      if (!reached) {
+        FABPS_ASSIGN_OR_RETURN(
+            Completion c, Rma(Kind::kWrite, peer, region, offset, 0, remote,
+                              remote_offset, std::nullopt, deadline));
+        FABPS_RETURN_IF_ERROR(c.Wait(deadline));
+        std::lock_guard<std::mutex> l(peers_mu_);
+        if (peers_.count(peer) > 0) reached_.insert(peer);
       }
       char* far = m->base() + remote.share->offset + remote_offset;
       char* near = static_cast<char*>(region.data()) + offset;

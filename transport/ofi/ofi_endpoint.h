@@ -18,6 +18,7 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <unordered_set>
 
 #include "transport/completion.h"
 #include "transport/fabric.h"
@@ -126,6 +127,9 @@ class OfiEndpoint final : public Endpoint,
   std::mutex peers_mu_;
   std::map<std::string, PeerId> peer_by_address_;
   std::unordered_map<PeerId, fi_addr_t> peers_;
+  // Peers that the copy-free path has reached through the fabric once
+  // (see Rma).
+  std::unordered_set<PeerId> reached_;
   PeerId next_peer_ = 1;
 
   std::mutex ops_mu_;
