@@ -68,7 +68,8 @@ Result<std::shared_ptr<const LocalShares::Mapping>> LocalShares::Open(
   if (fstat(fd, &st) != 0) return fail(PosixError("fstat " + path, errno));
   const auto size = static_cast<size_t>(st.st_size);
   if (size == 0) return fail(Status::InvalidArgument(path + " is empty"));
-  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void* p = mmap(nullptr, size, PROT_READ | PROT_WRITE,
+                 MAP_SHARED | MAP_POPULATE, fd, 0);
   int map_errno = errno;
   close(fd);
   if (p == MAP_FAILED) return PosixError("mmap " + path, map_errno);

@@ -271,13 +271,17 @@ Status RmaBw(Side& s, bool write, size_t size, int iters, int window,
         auto ev, s.ep->WaitImmediate(Deadline::InMs(10 * kOpTimeoutMs)));
     if (ev.data != seed)
       return Status::Corruption(name + ": unexpected immediate data");
+    // The answer stops the client's clock, so it goes before the check
+    // (a pattern of `size` bytes made and compared: milliseconds at 4 MiB,
+    // no part of the transfer). A failed check ends this side with an
+    // error, and the client's next barrier with it.
+    FABPS_ASSIGN_OR_RETURN(Completion a,
+                           s.ep->Send(s.peer, *s.mr, s.ack_offset(), 1, d()));
+    FABPS_RETURN_IF_ERROR(a.Wait(d()));
     if (write && s.o.verify && !Check(s.tx(), size, seed)) {
       return Status::Corruption(
           "write_bw: target memory differs from the pattern");
     }
-    FABPS_ASSIGN_OR_RETURN(Completion a,
-                           s.ep->Send(s.peer, *s.mr, s.ack_offset(), 1, d()));
-    FABPS_RETURN_IF_ERROR(a.Wait(d()));
     *row = Row{name, size, iters, 1, 0};
     return Status::OK();
   }
