@@ -219,22 +219,36 @@ TEST_P(PServerClientTest, OnlyOneTrainerInitializes) {
   EXPECT_EQ(initializers.load(), 1);
 }
 
+// Starts `cluster`; a trainer that initialized every parameter has pulled
+// "many" into `many`. Null (with the failure recorded) otherwise.
+std::unique_ptr<PServerClient> StartAndPull(PServerCluster& cluster,
+                                            const std::string& provider,
+                                            std::vector<float>* many) {
+  Status started = cluster.StartAll();
+  EXPECT_TRUE(started.ok()) << started.ToString();
+  if (!started.ok()) return nullptr;
+  auto c = ConnectAndInit(cluster, provider);
+  EXPECT_TRUE(c.ok()) << c.status().ToString();
+  if (!c.ok()) return nullptr;
+  many->assign(3 * (kBlock + 5), 1.0f);
+  Status pulled = (*c)->GetParams({{"many", many->data(), many->size() * 4}},
+                                  Deadline::InMs(kMs));
+  EXPECT_TRUE(pulled.ok()) << pulled.ToString();
+  return pulled.ok() ? std::move(c.value()) : nullptr;
+}
+
 TEST_P(PServerClientTest, DeadPserverFailsWithinDeadline) {
   PServerCluster cluster(GetParam(), 2);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  std::vector<float> many(3 * (kBlock + 5), 1.0f);
-  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}},
-                              Deadline::InMs(kMs))
-                  .ok());
+  std::vector<float> many;
+  auto c = StartAndPull(cluster, GetParam(), &many);
+  ASSERT_NE(c, nullptr);
   cluster.proc(1).Kill();
   auto start = std::chrono::steady_clock::now();
   Status s;
   for (int i = 0; i < 20 && s.ok(); i++) {
-    auto h = (*c)->SendGrads({{"many", many.data(), many.size() * 4}},
-                             Deadline::InMs(2000));
-    s = h.ok() ? (*c)->Wait(*h, Deadline::InMs(2000)) : h.status();
+    auto h = c->SendGrads({{"many", many.data(), many.size() * 4}},
+                          Deadline::InMs(2000));
+    s = h.ok() ? c->Wait(*h, Deadline::InMs(2000)) : h.status();
   }
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
@@ -260,19 +274,15 @@ bool MapsPserverMemory() {
 // arena through its own mapping, which outlives the pserver.
 TEST_P(PServerClientTest, PullFromADeadPserverFails) {
   PServerCluster cluster(GetParam(), 1);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  std::vector<float> many(3 * (kBlock + 5), 1.0f);
-  ASSERT_TRUE((*c)->GetParams({{"many", many.data(), many.size() * 4}},
-                              Deadline::InMs(kMs))
-                  .ok());
+  std::vector<float> many;
+  auto c = StartAndPull(cluster, GetParam(), &many);
+  ASSERT_NE(c, nullptr);
   EXPECT_EQ(many[kBlock + 7], InitValue(2, kBlock + 7));
   EXPECT_EQ(MapsPserverMemory(), GetParam() == "shm");
   cluster.proc(0).Kill();
   auto start = std::chrono::steady_clock::now();
-  Status s = (*c)->GetParams({{"many", many.data(), many.size() * 4}},
-                             Deadline::InMs(5000));
+  Status s = c->GetParams({{"many", many.data(), many.size() * 4}},
+                          Deadline::InMs(5000));
   double secs =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
           .count();
