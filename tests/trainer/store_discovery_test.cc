@@ -235,10 +235,14 @@ TEST_F(StoreDiscoveryTest, PserverReplacedThroughTheStoreKeepsItsShard) {
 TEST_F(StoreDiscoveryTest, WaitForInitFollowsAPserverReplacedElsewhere) {
   auto st = OpenStore("moved");
   ASSERT_TRUE(st.ok()) << st.status().ToString();
+  // Leases of 6 s, not 2: under ctest -j3 beside two busy loops etcd once
+  // left keepalives unanswered for 2 s, and both pservers gave up their
+  // claims and exited. The replacement waits for the killed one's lease.
+  constexpr int kTtl = 6;
   std::vector<Subprocess> ps;
-  ps.push_back(StartPserver("moved", 2));
+  ps.push_back(StartPserver("moved", 2, kTtl));
   ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(0)));
-  ps.push_back(StartPserver("moved", 2));
+  ps.push_back(StartPserver("moved", 2, kTtl));
   ASSERT_TRUE(WaitForKey(st->get(), coord::keys::PsAddr(1)));
   auto old_addr = (*st)->Get(coord::keys::PsAddr(0), Deadline::InMs(5000));
   ASSERT_TRUE(old_addr.ok());
@@ -247,7 +251,7 @@ TEST_F(StoreDiscoveryTest, WaitForInitFollowsAPserverReplacedElsewhere) {
   ASSERT_TRUE(waiter.ok()) << waiter.status().ToString();
 
   ps[0].Kill();
-  ps.push_back(StartPserver("moved", 2));
+  ps.push_back(StartPserver("moved", 2, kTtl));
   Deadline d = Deadline::InMs(30000);
   for (;;) {
     auto a = (*st)->Get(coord::keys::PsAddr(0), Deadline::InMs(2000));
