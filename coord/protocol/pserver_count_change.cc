@@ -4,6 +4,7 @@
 #include <utility>
 
 #include "base/log.h"
+#include "coord/protocol/change_waiter.h"
 #include "coord/protocol/job_keys.h"
 
 namespace fabps::coord {
@@ -146,6 +147,37 @@ Status PserverCountChange::Commit(const std::vector<CheckpointRecord>& records,
                        << " s)";
   }
   return Status::OK();
+}
+
+Status WaitForPserverLocksFree(Store* store, Deadline deadline) {
+  internal::ChangeWaiter waiter(store, keys::kPsPrefix);
+  std::string held;
+  for (;;) {
+    auto r = store->Range(keys::kPsPrefix,
+                          internal::Sooner(deadline, store->DefaultDeadline()));
+    int64_t seen = 0;
+    if (r.ok()) {
+      seen = r->revision;
+      held.clear();
+      for (const KeyValue& kv : r->kvs) {
+        Result<keys::PsKeyParts> parts = keys::ParsePsKey(kv.key);
+        if (parts.ok() && parts->leaf == keys::PsLeaf::kLock) {
+          held += (held.empty() ? "" : "; ") + kv.key + " held by '" +
+                  kv.value + "'";
+        }
+      }
+      if (held.empty()) return Status::OK();
+    } else if (r.status().code() != Status::Code::kTimedOut &&
+               r.status().code() != Status::Code::kUnavailable) {
+      return r.status();
+    }
+    if (!waiter.Wait(seen, deadline)) {
+      return Status::TimedOut(
+          "pserver indices still held at the deadline" +
+          (held.empty() ? std::string(" (the store did not answer)")
+                        : ": " + held));
+    }
+  }
 }
 
 }  // namespace fabps::coord

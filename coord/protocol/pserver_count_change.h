@@ -75,6 +75,14 @@ class PserverCountChange {
   bool revoked_ = false;
 };
 
+// Waits until no ps/<i>/lock of the job is held: for a caller that stopped
+// every pserver itself and is about to Begin a change. A pserver that exits
+// cleanly deletes its lock, but one whose delete did not reach the store
+// (or that was killed) leaves it until its lease runs out. OK once none is
+// held; TimedOut at `deadline` naming the holders; the store's errors
+// otherwise. Watches the store (no polling loop).
+Status WaitForPserverLocksFree(Store* store, Deadline deadline);
+
 }  // namespace fabps::coord
 
 #endif  // FABPS_COORD_PROTOCOL_PSERVER_COUNT_CHANGE_H_

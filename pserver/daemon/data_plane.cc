@@ -177,13 +177,12 @@ Result<TrainerRegistration> DataPlane::RegisterTrainer(
   t->credit = credit;
   if (old) endpoint_->RemovePeer(old->peer);
   FABPS_ASSIGN_OR_RETURN(t->peer, endpoint_->AddPeer(address));
-  FABPS_ASSIGN_OR_RETURN(
-      t->landing,
-      SharedMemory::Create(slot_bytes_ * options_.slots_per_trainer));
-  FABPS_ASSIGN_OR_RETURN(
-      t->landing_mr,
-      fabric_->Register(t->landing.base(),
-                        slot_bytes_ * options_.slots_per_trainer));
+  // Registered with exactly the slots' length (not the page-rounded
+  // size()): it goes out in the remote descriptor.
+  const size_t landing_bytes = slot_bytes_ * options_.slots_per_trainer;
+  FABPS_ASSIGN_OR_RETURN(t->landing, SharedMemory::Create(landing_bytes));
+  FABPS_ASSIGN_OR_RETURN(t->landing_mr,
+                         fabric_->Register(t->landing.base(), landing_bytes));
   t->busy.reset(new std::atomic<bool>[options_.slots_per_trainer]);
   for (uint32_t s = 0; s < options_.slots_per_trainer; s++) t->busy[s] = false;
   if (index == trainers_.size()) {

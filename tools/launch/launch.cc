@@ -57,6 +57,7 @@
 #include "base/file_util.h"
 #include "base/log.h"
 #include "coord/protocol/job_keys.h"
+#include "coord/protocol/pserver_count_change.h"
 #include "coord/store.h"
 #include "thrift/rpc_client.h"
 #include "thrift_gen/pserver/PServer.h"
@@ -240,6 +241,10 @@ class Launcher {
   // count than --pservers: its checkpoints are re-cut for --pservers
   // (tools/reshard) before any pserver starts.
   Status ReshardIfCountChanged();
+  // After a resize stopped pservers 0..count-1: OK when each exited 0 and
+  // its index is free in the store (waiting for a lease that outlived its
+  // pserver, at most the lease TTL and 5 s).
+  Status PserversStoppedCleanly(int count);
   Status StartPservers();
   Status StartTrainers();
   void ReadMetrics();
@@ -769,7 +774,8 @@ void Launcher::MaybeResize() {
   for (int i = 0; i < had; i++)
     group_.Stop("pserver-" + std::to_string(i), 30000);
   f_.pservers = static_cast<int>(want);
-  Status s = ReshardIfCountChanged();
+  Status s = PserversStoppedCleanly(had);
+  if (s.ok()) s = ReshardIfCountChanged();
   if (!s.ok()) f_.pservers = had;  // the job is as it was: the old ones again
   ps_answers_.assign(f_.pservers, StallWatch());
   ps_answered_.assign(f_.pservers, 0);
@@ -784,6 +790,33 @@ void Launcher::MaybeResize() {
   answer("ok: " + std::to_string(had) + " -> " + std::to_string(want) +
          " pservers");
   display_.Note("the job runs on " + std::to_string(want) + " pservers");
+}
+
+Status Launcher::PserversStoppedCleanly(int count) {
+  for (int i = 0; i < count; i++) {
+    const std::string name = "pserver-" + std::to_string(i);
+    Child* c = group_.Find(name);
+    if (c == nullptr || c->running) {
+      return Status::FailedPrecondition(name + " did not stop");
+    }
+    if (!WIFEXITED(c->wait_status) || WEXITSTATUS(c->wait_status) != 0) {
+      return Status::FailedPrecondition(
+          name + " did not stop cleanly (" +
+          (WIFEXITED(c->wait_status)
+               ? "status " + std::to_string(WEXITSTATUS(c->wait_status))
+               : "signal " + std::to_string(WTERMSIG(c->wait_status))) +
+          ", see its log): its last updates may not be in a checkpoint");
+    }
+  }
+  // Each released its index on the way out; a release that did not reach
+  // the store leaves the lock until its lease runs out.
+  coord::StoreOptions so;
+  so.spec = store_spec_;
+  so.job = f_.job;
+  FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store,
+                         coord::OpenStore(so));
+  return coord::WaitForPserverLocksFree(
+      store.get(), Deadline::InMs(int64_t{f_.lease_ttl_s} * 1000 + 5000));
 }
 
 Status Launcher::Supervise(const std::vector<std::string>& ended,

@@ -296,7 +296,7 @@ Result<PeerId> OfiEndpoint::AddPeer(const std::string& address) {
   int ret = fi_av_insert(av_, address.data(), 1, &fa, 0, nullptr);
   if (ret != 1) return FiError("fi_av_insert", ret < 0 ? ret : -FI_EINVAL);
   PeerId id = next_peer_++;
-  peers_[id] = fa;
+  peers_[id] = Peer{fa, false};
   peer_by_address_[address] = id;
   return id;
 }
@@ -306,9 +306,8 @@ Status OfiEndpoint::RemovePeer(PeerId peer) {
   auto it = peers_.find(peer);
   if (it == peers_.end())
     return Status::NotFound("peer " + std::to_string(peer));
-  fi_addr_t fa = it->second;
+  fi_addr_t fa = it->second.addr;
   peers_.erase(it);
-  reached_.erase(peer);
   for (auto a = peer_by_address_.begin(); a != peer_by_address_.end(); ++a) {
     if (a->second == peer) {
       peer_by_address_.erase(a);
@@ -320,7 +319,7 @@ Status OfiEndpoint::RemovePeer(PeerId peer) {
   return Status::OK();
 }
 
-Result<fi_addr_t> OfiEndpoint::PeerAddress(PeerId peer) {
+Result<OfiEndpoint::Peer> OfiEndpoint::FindPeer(PeerId peer) {
   std::lock_guard<std::mutex> l(peers_mu_);
   auto it = peers_.find(peer);
   if (it == peers_.end())
@@ -423,7 +422,8 @@ Result<Completion> OfiEndpoint::Send(PeerId peer, const MemoryRegion& region,
   }
   if (len > fabric_->max_message_size())
     return Status::InvalidArgument("send: message too long");
-  FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
+  FABPS_ASSIGN_OR_RETURN(Peer entry, FindPeer(peer));
+  const fi_addr_t dest = entry.addr;
   char* buf = static_cast<char*>(region.data()) + offset;
   if (len <= inject_size_) {
     // Copied out by the provider before the call returns: done at once, no
@@ -503,49 +503,12 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
         ", +" + std::to_string(len) + ") outside the remote region of " +
         std::to_string(remote.length) + " bytes");
   }
-  FABPS_ASSIGN_OR_RETURN(fi_addr_t dest, PeerAddress(peer));
+  FABPS_ASSIGN_OR_RETURN(Peer entry, FindPeer(peer));
+  const fi_addr_t dest = entry.addr;
   if (shares_ != nullptr && remote.share && len > 0) {
-    // The copy-free path (transport/local_shares.h). Parse checked that
-    // share->offset + length does not overflow.
-    auto m = shares_->Map(*remote.share);
-    if (m != nullptr && remote.share->offset + remote.length <= m->size()) {
-      if (!m->OwnerAlive()) {
-        return Status::Unavailable(std::string(what) + " to peer " +
-                                   std::to_string(peer) +
-                                   ": its process has exited");
-      }
-      // libfabric's shm connects to a peer on the first operation to it,
-      // which needs the peer's progress: were a write's immediate data the
-      // first, a peer that is frozen then would hold the writer up until
-      // its deadline. So the first transfer to a peer also writes zero
-      // bytes through the fabric (no immediate data: nothing for the peer
-      // to see), as its transfers through the fabric would have.
-      bool reached;
-      {
-        std::lock_guard<std::mutex> l(peers_mu_);
-        reached = reached_.count(peer) > 0;
-      }
-      if (!reached) {
-        FABPS_ASSIGN_OR_RETURN(
-            Completion c, Rma(Kind::kWrite, peer, region, offset, 0, remote,
-                              remote_offset, std::nullopt, deadline));
-        FABPS_RETURN_IF_ERROR(c.Wait(deadline));
-        std::lock_guard<std::mutex> l(peers_mu_);
-        if (peers_.count(peer) > 0) reached_.insert(peer);
-      }
-      char* far = m->base() + remote.share->offset + remote_offset;
-      char* near = static_cast<char*>(region.data()) + offset;
-      if (kind == Kind::kWrite) {
-        std::memcpy(far, near, len);
-      } else {
-        std::memcpy(near, far, len);
-      }
-      if (kind == Kind::kRead || !immediate) return Completion();
-      // The bytes are in place: the immediate data follow through the
-      // fabric, as a write of zero bytes.
-      return Rma(kind, peer, region, offset, 0, remote, remote_offset,
-                 immediate, deadline);
-    }
+    auto direct = DirectRma(kind, peer, entry, region, offset, len, remote,
+                            remote_offset, immediate, deadline);
+    if (direct) return std::move(*direct);
   }
   if (kind == Kind::kWrite && len == 0 && inject_size_ > 0) {
     // A notification (a pserver's credit): nothing to move, nothing to
@@ -593,6 +556,50 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
     }
   }
   return Completion(op);
+}
+
+std::optional<Result<Completion>> OfiEndpoint::DirectRma(
+    Kind kind, PeerId peer, const Peer& entry, const MemoryRegion& region,
+    size_t offset, size_t len, const RemoteRegion& remote,
+    uint64_t remote_offset, std::optional<uint64_t> immediate,
+    Deadline deadline) {
+  // Parse checked that share->offset + length does not overflow.
+  auto m = shares_->Map(*remote.share);
+  if (m == nullptr || remote.share->offset + remote.length > m->size())
+    return std::nullopt;
+  if (!m->OwnerAlive()) {
+    return Status::Unavailable(
+        std::string(kind == Kind::kWrite ? "rma write" : "rma read") +
+        " to peer " + std::to_string(peer) + ": its process has exited");
+  }
+  // libfabric's shm connects to a peer on the first operation to it, which
+  // needs the peer's progress: were a write's immediate data the first, a
+  // peer that is frozen then would hold the writer up until its deadline.
+  // So the first transfer to a peer also writes zero bytes through the
+  // fabric (no immediate data: nothing for the peer to see), as its
+  // transfers through the fabric would have.
+  if (!entry.reached) {
+    auto c = Rma(Kind::kWrite, peer, region, offset, 0, remote, remote_offset,
+                 std::nullopt, deadline);
+    if (!c.ok()) return c.status();
+    Status s = c->Wait(deadline);
+    if (!s.ok()) return s;
+    std::lock_guard<std::mutex> l(peers_mu_);
+    auto it = peers_.find(peer);
+    if (it != peers_.end()) it->second.reached = true;
+  }
+  char* far = m->base() + remote.share->offset + remote_offset;
+  char* near = static_cast<char*>(region.data()) + offset;
+  if (kind == Kind::kWrite) {
+    std::memcpy(far, near, len);
+  } else {
+    std::memcpy(near, far, len);
+  }
+  if (kind == Kind::kRead || !immediate) return Result<Completion>(Completion());
+  // The bytes are in place: the immediate data follow through the fabric,
+  // as a write of zero bytes.
+  return Rma(kind, peer, region, offset, 0, remote, remote_offset, immediate,
+             deadline);
 }
 
 void OfiEndpoint::SetImmediateHandler(ImmediateHandler handler) {

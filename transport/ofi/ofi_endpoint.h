@@ -18,7 +18,6 @@
 #include <mutex>
 #include <thread>
 #include <unordered_map>
-#include <unordered_set>
 
 #include "transport/completion.h"
 #include "transport/fabric.h"
@@ -95,7 +94,22 @@ class OfiEndpoint final : public Endpoint,
   // Takes `op` out of the in-flight list and returns the reference the list
   // held (the caller decides when it is released). Requires ops_mu_.
   std::shared_ptr<Op> Unlink(Op* op);
-  Result<fi_addr_t> PeerAddress(PeerId peer);
+  struct Peer {
+    fi_addr_t addr = FI_ADDR_UNSPEC;
+    // The copy-free path has reached it through the fabric once (see
+    // DirectRma).
+    bool reached = false;
+  };
+  // A copy of the peer's entry, in one lookup.
+  Result<Peer> FindPeer(PeerId peer);
+  // The copy-free path (transport/local_shares.h) when `remote` is a share
+  // this process can map: the bytes move by memcpy before it returns.
+  // nullopt when it does not apply (the caller goes through the fabric).
+  std::optional<Result<Completion>> DirectRma(
+      Kind kind, PeerId peer, const Peer& entry, const MemoryRegion& region,
+      size_t offset, size_t len, const RemoteRegion& remote,
+      uint64_t remote_offset, std::optional<uint64_t> immediate,
+      Deadline deadline);
   // Handles what fi_cq_read or fi_cq_sread returned (`n` entries or an
   // error code). Requires cq_mu_.
   Result<size_t> Dispatch(ssize_t n, const fi_cq_data_entry* entries);
@@ -126,10 +140,7 @@ class OfiEndpoint final : public Endpoint,
 
   std::mutex peers_mu_;
   std::map<std::string, PeerId> peer_by_address_;
-  std::unordered_map<PeerId, fi_addr_t> peers_;
-  // Peers that the copy-free path has reached through the fabric once
-  // (see Rma).
-  std::unordered_set<PeerId> reached_;
+  std::unordered_map<PeerId, Peer> peers_;
   PeerId next_peer_ = 1;
 
   std::mutex ops_mu_;

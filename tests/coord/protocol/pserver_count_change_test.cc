@@ -116,6 +116,28 @@ TEST_P(PserverCountChangeTest, AbandonedChangeLeavesTheJobAsItWas) {
   ASSERT_TRUE(c.ok()) << c.status().ToString();
 }
 
+// A pserver killed (or whose release never reached the store) leaves its
+// lock until the lease runs out: the wait names it until then, and returns
+// once the store expired it, after which a change may begin.
+TEST_P(PserverCountChangeTest, WaitForLocksFreeOutlastsAStaleLease) {
+  RanPservers(2);
+  EXPECT_TRUE(WaitForPserverLocksFree(store_.get(), D(1000)).ok());
+  auto lease = store_->GrantLease(1, D());
+  ASSERT_TRUE(lease.ok()) << lease.status().ToString();
+  ASSERT_TRUE(
+      store_->Put(keys::PsLock(1), "killed pserver", lease->id, D()).ok());
+  Status early = WaitForPserverLocksFree(store_.get(), D(200));
+  EXPECT_EQ(early.code(), Code::kTimedOut) << early.ToString();
+  EXPECT_NE(early.message().find("ps/1/lock held by 'killed pserver'"),
+            std::string::npos)
+      << early.ToString();
+  Status freed = WaitForPserverLocksFree(store_.get(), D(15000));
+  ASSERT_TRUE(freed.ok()) << freed.ToString();
+  EXPECT_EQ(store_->Get(keys::PsLock(1), D()).status().code(), Code::kNotFound);
+  auto change = PserverCountChange::Begin(store_.get(), 1, "t", D());
+  EXPECT_TRUE(change.ok()) << change.status().ToString();
+}
+
 FABPS_INSTANTIATE_OVER_BACKENDS(PserverCountChangeTest);
 
 }  // namespace
