@@ -172,10 +172,10 @@ Status WaitForPserverLocksFree(Store* store, Deadline deadline) {
       return r.status();
     }
     if (!waiter.Wait(seen, deadline)) {
-      return Status::TimedOut(
-          "pserver indices still held at the deadline" +
-          (held.empty() ? std::string(" (the store did not answer)")
-                        : ": " + held));
+      return Status::TimedOut("pserver indices still held at the deadline" +
+                              (held.empty()
+                                   ? std::string(" (the store did not answer)")
+                                   : ": " + held));
     }
   }
 }

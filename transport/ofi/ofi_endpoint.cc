@@ -595,7 +595,8 @@ std::optional<Result<Completion>> OfiEndpoint::DirectRma(
   } else {
     std::memcpy(near, far, len);
   }
-  if (kind == Kind::kRead || !immediate) return Result<Completion>(Completion());
+  if (kind == Kind::kRead || !immediate)
+    return Result<Completion>(Completion());
   // The bytes are in place: the immediate data follow through the fabric,
   // as a write of zero bytes.
   return Rma(kind, peer, region, offset, 0, remote, remote_offset, immediate,
