@@ -54,9 +54,10 @@ class MasterClient::Impl {
     terminal_.reset();
     started_ = true;
     stop_ = false;
+    producing_ = true;
     producer_ = std::thread([this, pass] {
       SetThreadName("fabps-tasks");
-      Produce(pass);
+      RunProducer(pass);
     });
     return Status::OK();
   }
@@ -136,16 +137,52 @@ class MasterClient::Impl {
     return chunk_idx_ < cur_->chunks.size();
   }
 
+  // The current task's last record was handed out: the producer reports it
+  // finished (an RPC, off the caller's thread); once the producer has
+  // ended (pass end, an error) the caller reports it itself.
   void ReportFinished() {
-    auto r = rpc_.TaskFinished(cur_->id, cur_->epoch);
+    {
+      std::lock_guard<std::mutex> l(mu_);
+      if (producing_) {
+        finished_.push_back({cur_->id, cur_->epoch});
+        cv_.notify_all();
+        return;
+      }
+    }
+    SendFinished({cur_->id, cur_->epoch});
+  }
+
+  struct TaskRef {
+    int64_t id = 0;
+    int64_t epoch = 0;
+  };
+  void SendFinished(TaskRef t) {
+    auto r = rpc_.TaskFinished(t.id, t.epoch);
     if (!r.ok()) {
-      FABPS_LOG(WARNING) << "reporting task " << cur_->id
+      FABPS_LOG(WARNING) << "reporting task " << t.id
                          << " finished: " << r.status().ToString()
                          << " (it will time out and be handed out again)";
     } else if (!r.value()) {
       FABPS_LOG(INFO)
-          << "task " << cur_->id << " epoch " << cur_->epoch
+          << "task " << t.id << " epoch " << t.epoch
           << " was already timed out on the master; its finish was ignored";
+    }
+  }
+  // The producer's side: sends the finishes queued so far. Returns false
+  // when stopped.
+  bool SendQueuedFinishes() {
+    while (true) {
+      TaskRef t;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (finished_.empty()) {
+          cv_.notify_all();  // StopProducer may wait for the queue to drain
+          return !stop_;
+        }
+        t = finished_.front();
+        finished_.pop_front();
+      }
+      SendFinished(t);
     }
   }
 
@@ -161,11 +198,20 @@ class MasterClient::Impl {
     Push(std::move(it));
   }
   // Sleeps up to ms unless stopped; returns false when stopped.
+  // (or until a finish is queued: it goes out during the pause).
   bool SleepUnlessStopped(int64_t ms) {
-    std::unique_lock<std::mutex> l(mu_);
-    cv_.wait_for(l, std::chrono::milliseconds(ms),
-                 [&] { return stop_.load(); });
-    return !stop_;
+    auto until =
+        std::chrono::steady_clock::now() + std::chrono::milliseconds(ms);
+    while (true) {
+      {
+        std::unique_lock<std::mutex> l(mu_);
+        if (!cv_.wait_until(l, until,
+                            [&] { return stop_ || !finished_.empty(); }))
+          return true;
+        if (stop_) return false;
+      }
+      if (!SendQueuedFinishes()) return false;
+    }
   }
 
   Status LoadTask(const gen::Task& t, LoadedTask* out) {
@@ -191,6 +237,21 @@ class MasterClient::Impl {
     return Status::OK();
   }
 
+  // The producer thread: Produce, then marks that it has ended (finishes
+  // queued after that are the caller's to send).
+  void RunProducer(int64_t pass) {
+    Produce(pass);
+    while (true) {
+      SendQueuedFinishes();
+      std::lock_guard<std::mutex> l(mu_);
+      if (finished_.empty()) {
+        producing_ = false;
+        cv_.notify_all();
+        return;
+      }
+    }
+  }
+
   void Produce(int64_t pass) {
     int64_t poll = options_.poll_initial_ms;
     auto no_task_since = std::chrono::steady_clock::time_point::min();
@@ -198,8 +259,15 @@ class MasterClient::Impl {
       {
         // One task ahead: fetch the next only when the last one was taken.
         std::unique_lock<std::mutex> l(mu_);
-        cv_.wait(l, [&] { return stop_ || queue_.empty(); });
+        cv_.wait(l,
+                 [&] { return stop_ || queue_.empty() || !finished_.empty(); });
         if (stop_) return;
+      }
+      // Finishes first: a master with no task now may be waiting for them.
+      if (!SendQueuedFinishes()) return;
+      {
+        std::lock_guard<std::mutex> l(mu_);
+        if (!queue_.empty()) continue;  // woken for finishes only
       }
       auto r = rpc_.GetTask(pass, trainer_name_);
       if (stop_) return;
@@ -248,9 +316,13 @@ class MasterClient::Impl {
     }
   }
 
+  // Lets the producer send the finishes queued so far (waiting at most one
+  // RPC timeout), then stops it.
   void StopProducer() {
     {
-      std::lock_guard<std::mutex> l(mu_);
+      std::unique_lock<std::mutex> l(mu_);
+      cv_.wait_for(l, std::chrono::milliseconds(options_.rpc_timeout_ms),
+                   [&] { return !producing_ || finished_.empty(); });
       stop_ = true;
       cv_.notify_all();
     }
@@ -265,6 +337,10 @@ class MasterClient::Impl {
   std::mutex mu_;
   std::condition_variable cv_;
   std::deque<Item> queue_;  // guarded by mu_
+  // Tasks whose last record was handed out, for the producer to report
+  // (guarded by mu_).
+  std::deque<TaskRef> finished_;
+  bool producing_ = false;  // guarded by mu_: the producer thread runs
   std::thread producer_;
   std::atomic<int64_t> reported_failed_{0};
   // Consumer state (the caller's thread only).

@@ -16,7 +16,10 @@
 //
 // Behind NextRecord a background thread asks the master for tasks and reads
 // their recordio chunks, one task ahead of the one being consumed. When the
-// last record of a task is handed out the client reports TaskFinished; when
+// last record of a task is handed out the client reports TaskFinished (the
+// background thread sends it, so NextRecord itself makes no RPC while a
+// task is ready; destruction and the next StartGetRecords wait up to
+// rpc_timeout_ms for the reports still queued); when
 // a task's chunks cannot be read (missing file, corruption) it reports
 // TaskFailed and moves on, so the master can hand it to someone else or
 // count it as failed. While the master has no task now (others are pending)

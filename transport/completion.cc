@@ -36,7 +36,9 @@ Status DriveUntilDone(internal::OpState& s, Deadline deadline) {
   uint64_t polls = 0;  // that found nothing
   uint64_t turns = 0;
   while (!s.done.load(std::memory_order_acquire)) {
-    if (turns++ % kTurnsPerClockRead == 0 && deadline.Expired()) {
+    // Not on the first turn: most operations a caller waits on are done
+    // within a few turns, and the clock read costs as much as one.
+    if (++turns % kTurnsPerClockRead == 0 && deadline.Expired()) {
       return Status::TimedOut(
           "operation not complete by its deadline (peer dead or slow?)");
     }
@@ -59,14 +61,22 @@ Status DriveUntilDone(internal::OpState& s, Deadline deadline) {
 namespace internal {
 
 bool OpState::PartDone(const Status& s, size_t bytes) {
-  // `done` is set under `mu` so that a waiter that saw it false under `mu`
-  // is already blocked on done_cv when the notification comes.
-  std::lock_guard<std::mutex> l(mu);
-  if (!s.ok() && status.ok()) status = s;
-  info.bytes += bytes;
-  if (remaining.fetch_sub(1) != 1) return false;
-  done.store(true, std::memory_order_release);
-  done_cv.notify_all();
+  if (!s.ok()) {
+    // Never after done: readers read the status without mu from then on.
+    std::lock_guard<std::mutex> l(mu);
+    if (status.ok() && !done.load(std::memory_order_acquire)) status = s;
+  }
+  if (bytes > 0) this->bytes.fetch_add(bytes, std::memory_order_relaxed);
+  // acq_rel: the last part sees every earlier part's status and bytes.
+  if (remaining.fetch_sub(1, std::memory_order_acq_rel) != 1) return false;
+  done.store(true, std::memory_order_seq_cst);
+  // A waiter registers in `sleepers` (seq_cst) before it checks `done`
+  // under mu: either it sees done set, or this load sees it registered and
+  // the notification, under mu, comes after it is blocked on done_cv.
+  if (sleepers.load(std::memory_order_seq_cst) > 0) {
+    std::lock_guard<std::mutex> l(mu);
+    done_cv.notify_all();
+  }
   return true;
 }
 
@@ -82,14 +92,14 @@ bool Completion::done() const {
 std::optional<Status> Completion::Poll() const {
   if (!done()) return std::nullopt;
   if (!s_) return Status::OK();
-  std::lock_guard<std::mutex> l(s_->mu);
-  return s_->status;
+  return s_->status;  // final once done is seen (PartDone)
 }
 
 CompletionInfo Completion::info() const {
-  if (!s_) return {};
-  std::lock_guard<std::mutex> l(s_->mu);
-  return s_->info;
+  if (!s_ || !done()) return {};
+  CompletionInfo i;
+  i.bytes = s_->bytes.load(std::memory_order_relaxed);
+  return i;
 }
 
 Status Completion::Wait(Deadline deadline) {
@@ -110,8 +120,12 @@ Status Completion::Wait(Deadline deadline) {
   }
   if (!done()) {
     std::unique_lock<std::mutex> l(s_->mu);
-    if (!s_->done_cv.wait_until(l, deadline.time(),
-                                [this] { return s_->done.load(); })) {
+    s_->sleepers.fetch_add(1, std::memory_order_seq_cst);
+    const bool in_time = s_->done_cv.wait_until(l, deadline.time(), [this] {
+      return s_->done.load(std::memory_order_seq_cst);
+    });
+    s_->sleepers.fetch_sub(1, std::memory_order_relaxed);
+    if (!in_time) {
       return Status::TimedOut(
           "operation not complete by its deadline (peer dead or slow?)");
     }

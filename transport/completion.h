@@ -33,17 +33,24 @@ struct OpState {
   virtual ~OpState() = default;
 
   // Records one part's end. Returns true when this was the last part; then
-  // every thread blocked in Completion::Wait on it is woken.
+  // every thread blocked in Completion::Wait on it is woken. Takes `mu` only
+  // for an error or when a waiter sleeps: a completion nobody sleeps on (a
+  // polling waiter, kCaller) costs a few atomic operations.
   bool PartDone(const Status& s, size_t bytes);
 
   std::atomic<ProgressDriver*> driver{
       nullptr};  // null once the endpoint is gone
   std::atomic<int> remaining;
+  // Set (seq_cst) by the last PartDone; `status` and `bytes` are final
+  // once it is seen set.
   std::atomic<bool> done{false};
+  // Waiters sleeping on done_cv (seq_cst, against `done`: a PartDone that
+  // sees none needs no notification, one that sees some notifies under mu).
+  std::atomic<int> sleepers{0};
+  std::atomic<size_t> bytes{0};
   std::mutex mu;
-  std::condition_variable done_cv;  // notified (under mu) when done is set
-  Status status;                    // guarded by mu until done, then immutable
-  CompletionInfo info;              // likewise
+  std::condition_variable done_cv;  // notified under mu when done is set
+  Status status;                    // the first error; written under mu
 };
 
 }  // namespace fabps::transport::internal

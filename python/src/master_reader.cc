@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "base/deadline.h"
 #include "python/src/call_thread.h"
 #include "python/src/status_error.h"
 #include "trainer/master_client.h"
@@ -43,9 +44,9 @@ class Reader {
         *thread_, [c, pass] { return c->StartGetRecords(pass); }));
   }
 
-  // Up to `max_records` records of the pass; fewer (none at the end of the
-  // pass) when the pass ends. An error after some records returns those
-  // first and raises at the next call.
+  // Up to `max_records` records of the pass; fewer when the pass ends or
+  // the next task is not read yet, none only at the end of the pass. An error
+  // after some records returns those first and raises at the next call.
   std::vector<py::bytes> NextBatch(int max_records) {
     if (!pending_error_.ok()) {
       Status s = std::move(pending_error_);
@@ -58,21 +59,48 @@ class Reader {
     struct Batch {
       std::vector<std::string> records;
       Status error;
+      bool ended = false;  // the pass ended
     };
-    Batch b = RunInterruptibly<Batch>(*thread_, [c, max_records] {
-      Batch out;
+    // First what is ready, on this thread (no hand-off to the CallThread
+    // and back, which on a busy machine costs a scheduling delay each way):
+    // records of tasks already read need no RPC and never wait. Only when
+    // none is ready does the blocking read go to the CallThread (Ctrl-C
+    // aware). The CallThread being idle means the client is free (calls are
+    // submitted with the GIL held only).
+    Batch b;
+    if (thread_->idle()) {
+      py::gil_scoped_release release;
       std::string_view rec;
-      while (static_cast<int>(out.records.size()) < max_records) {
-        Result<bool> more = c->NextRecord(&rec);
-        if (!more.ok()) {
-          out.error = more.status();
+      while (static_cast<int>(b.records.size()) < max_records) {
+        auto r = c->TryNextRecord(&rec, Deadline::InMs(0));
+        if (!r.ok()) {
+          b.error = r.status();
           break;
         }
-        if (!*more) break;
-        out.records.emplace_back(rec);
+        if (*r == MasterClient::RecordState::kNotYet) break;
+        if (*r == MasterClient::RecordState::kPassEnd) {
+          b.ended = true;
+          break;
+        }
+        b.records.emplace_back(rec);
       }
-      return out;
-    });
+    }
+    if (b.records.empty() && b.error.ok() && !b.ended) {
+      b = RunInterruptibly<Batch>(*thread_, [c, max_records] {
+        Batch out;
+        std::string_view rec;
+        while (static_cast<int>(out.records.size()) < max_records) {
+          Result<bool> more = c->NextRecord(&rec);
+          if (!more.ok()) {
+            out.error = more.status();
+            break;
+          }
+          if (!*more) break;
+          out.records.emplace_back(rec);
+        }
+        return out;
+      });
+    }
     if (!b.error.ok()) {
       if (b.records.empty()) ThrowStatus(b.error);
       pending_error_ = b.error;
