@@ -66,9 +66,16 @@ def _as_array(name, obj):
     return np.asarray(view)
 
 
-def _owner(arr):
-    """The object whose death frees `arr`'s memory, as far as we can tell."""
-    o = arr
+def _owner(arr, given=None):
+    """The object whose death frees `arr`'s memory, as far as we can tell.
+
+    `given`: what the caller passed, when `arr` was made from it. A torch
+    tensor's numpy view has for base a tensor made by detach() for that one
+    call, which dies with the call: its death would forget the registration
+    at once and every transfer would register its memory anew. The tensor
+    the caller passed (a Parameter, a gradient buffer) holds the storage as
+    long as it lives, so it is the one to watch."""
+    o = given if given is not None and _is_torch_tensor(given) else arr
     while True:
         if isinstance(o, np.ndarray) and o.base is not None:
             o = o.base
@@ -96,11 +103,12 @@ class _Registrations:
         self._core = weakref.ref(core)
         self._owners = {}  # id(owner) -> (weakref, set of (ptr, bytes))
 
-    def track(self, arr):
-        """(ptr, bytes) of `arr`; None when its owner is watched now."""
+    def track(self, arr, given=None):
+        """(ptr, bytes) of `arr` (made from `given`, see _owner); None when
+        its owner is watched now."""
         ptr = arr.__array_interface__["data"][0]
         rng = (ptr, arr.nbytes)
-        owner = _owner(arr)
+        owner = _owner(arr, given)
         entry = self._owners.get(id(owner))
         if entry is not None and entry[0]() is owner:
             entry[1].add(rng)
@@ -212,7 +220,7 @@ class PServerClient:
         for name, obj in pairs:
             arr = _as_array(name, obj)
             items.append((name, arr))
-            rng = self._regs.track(arr)
+            rng = self._regs.track(arr, obj)
             if rng is not None:
                 transient.append(rng)
         timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
@@ -257,7 +265,7 @@ class PServerClient:
         val_arr = _as_array(name, values)
         transient = []
         if pull:  # read by RMA into val_arr: registered, so tracked
-            rng = self._regs.track(val_arr)
+            rng = self._regs.track(val_arr, values)
             if rng is not None:
                 transient.append(rng)
         timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)

@@ -227,7 +227,10 @@ class DistributedOptimizer:
     # ---- internals --------------------------------------------------------
 
     def _named_data(self):
-        return [(n, p.data) for n, p in self._named]
+        # The Parameters themselves, not p.data (a new tensor at each
+        # access): the client watches the tensor it is given to know when
+        # the memory goes, and keeps its registration while it lives.
+        return list(self._named)
 
     @staticmethod
     def _group(named, model):
@@ -342,7 +345,7 @@ class DistributedOptimizer:
         for layer in self._layers:
             try:
                 layer.pull = self._client.pull_async(
-                    [(n, p.data) for n, p in zip(layer.names, layer.params)],
+                    list(zip(layer.names, layer.params)),
                     timeout=self._timeout)
             except self._transient as e:
                 # A client that cannot reach a pserver spends its timeout

@@ -224,3 +224,33 @@ def test_buckets_merge_layers_into_one_push(pservers):
             (p - 0.1 * p.grad).detach(), rtol=1e-6, atol=1e-6, msg=n)
     opt.close()
     c.close()
+
+
+def test_parameters_and_gradients_stay_registered(pservers):
+    # The client watches the tensors it is given (the Parameters and their
+    # gradient buffers), not the per-call tensors numpy views hang on: after
+    # the first step every transfer finds its registration.
+    model = TwoLayers(seed=12)
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, timeout=20)
+    opt.init_params()
+
+    def train(step):
+        opt.zero_grad()
+        loss_of(model, *batch(40 + step)).backward()
+        assert opt.step() is True
+
+    train(0)
+    opt.synchronize()
+    first = c.registration_stats()
+    for step in range(1, 6):
+        train(step)
+    opt.synchronize()
+    later = c.registration_stats()
+    assert later["misses"] == first["misses"], (first, later)
+    assert later["entries"] == first["entries"], (first, later)
+    # 4 gradients pushed and 4 parameters pulled per step.
+    assert later["hits"] >= first["hits"] + 5 * 8, (first, later)
+    opt.close()
+    c.close()
