@@ -2,6 +2,8 @@
 // PartDone (a progress thread) and waiters that sleep (kThread), which takes
 // no lock unless a waiter sleeps. A lost wake-up shows as a TimedOut; a torn
 // status or byte count as a wrong value. Also run under ThreadSanitizer.
+#include "transport/completion.h"
+
 #include <gtest/gtest.h>
 
 #include <atomic>
@@ -9,7 +11,6 @@
 #include <thread>
 #include <vector>
 
-#include "transport/completion.h"
 #include "transport/fabric.h"
 
 namespace fabps::transport {
@@ -43,9 +44,9 @@ TEST(CompletionTest, EverySleeperWakesAndSeesTheFinalState) {
     std::vector<std::thread> parts;
     for (int p = 0; p < 3; p++) {
       parts.emplace_back([&, p] {
-        state->PartDone(fail && p == 1 ? Status::IOError("part 1 failed")
-                                       : Status::OK(),
-                        p == 0 ? 3 : 2);
+        state->PartDone(
+            fail && p == 1 ? Status::IOError("part 1 failed") : Status::OK(),
+            p == 0 ? 3 : 2);
       });
     }
     for (auto& t : parts) t.join();
