@@ -110,17 +110,24 @@ void InitMlpParams(uint64_t seed, MlpParams<S>* params) {
 
 template <typename S>
 S Mlp<S>::Forward(const MlpParams<S>& p, const Matrix& x,
-                  const std::vector<int>& labels, int64_t* correct) {
+                  const std::vector<int>& labels, int64_t* correct,
+                  const LayerHooks* hooks) {
+  auto before = [hooks](int layer) {
+    if (hooks != nullptr && hooks->before_layer) hooks->before_layer(layer);
+  };
   FABPS_CHECK_MSG(x.cols() == kPixels && x.rows() > 0 &&
                       static_cast<size_t>(x.rows()) == labels.size(),
                   "batch " << x.rows() << "x" << x.cols() << ", "
                            << labels.size() << " labels");
+  before(0);
   h1_.noalias() = x * Weights(p, 0);
   h1_.rowwise() += Bias(p, 1);
   h1_ = h1_.cwiseMax(S(0));
+  before(1);
   h2_.noalias() = h1_ * Weights(p, 2);
   h2_.rowwise() += Bias(p, 3);
   h2_ = h2_.cwiseMax(S(0));
+  before(2);
   probs_.noalias() = h2_ * Weights(p, 4);
   probs_.rowwise() += Bias(p, 5);
   // Softmax row by row, shifted by the row maximum so exp cannot overflow;
@@ -143,24 +150,30 @@ S Mlp<S>::Forward(const MlpParams<S>& p, const Matrix& x,
 
 template <typename S>
 S Mlp<S>::LossAndGradients(const MlpParams<S>& p, const Matrix& x,
-                           const std::vector<int>& labels,
-                           MlpParams<S>* grads) {
-  const S loss = Forward(p, x, labels, nullptr);
+                           const std::vector<int>& labels, MlpParams<S>* grads,
+                           const LayerHooks* hooks) {
+  auto ready = [hooks](int layer) {
+    if (hooks != nullptr && hooks->grads_ready) hooks->grads_ready(layer);
+  };
+  const S loss = Forward(p, x, labels, nullptr, hooks);
   const S inv_batch = S(1) / static_cast<S>(x.rows());
   // d(mean loss)/d logits = (softmax - one_hot) / batch, built in probs_.
   for (Eigen::Index r = 0; r < probs_.rows(); ++r) probs_(r, labels[r]) -= 1;
   probs_ *= inv_batch;
   Weights(grads, 4).noalias() = h2_.transpose() * probs_;
   Bias(grads, 5) = probs_.colwise().sum();
+  ready(2);
   // Through ReLU: the gradient passes where the activation was positive.
   d2_.noalias() = probs_ * Weights(p, 4).transpose();
   d2_ = (h2_.array() > S(0)).select(d2_, S(0));
   Weights(grads, 2).noalias() = h1_.transpose() * d2_;
   Bias(grads, 3) = d2_.colwise().sum();
+  ready(1);
   d1_.noalias() = d2_ * Weights(p, 2).transpose();
   d1_ = (h1_.array() > S(0)).select(d1_, S(0));
   Weights(grads, 0).noalias() = x.transpose() * d1_;
   Bias(grads, 1) = d1_.colwise().sum();
+  ready(0);
   return loss * inv_batch;
 }
 

@@ -22,6 +22,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <vector>
 
 namespace fabps::examples::fashion_mnist {
@@ -60,6 +61,19 @@ struct MlpParams {
 template <typename S>
 void InitMlpParams(uint64_t seed, MlpParams<S>* params);
 
+// Callbacks of one LossAndGradients, for a trainer that overlaps its
+// transfers with the computation (both optional). Layer l is fc(l+1): its
+// weights are tensor 2l, its bias tensor 2l+1.
+struct LayerHooks {
+  // Before the forward pass reads layer l's tensors (l = 0, 1, 2): the
+  // caller may wait here for their values to arrive.
+  std::function<void(int layer)> before_layer;
+  // Once layer l's gradients are final in *grads (l = 2, 1, 0, in that
+  // order: backward): the caller may send them while the layers below are
+  // computed. Nothing writes them again in this call.
+  std::function<void(int layer)> grads_ready;
+};
+
 template <typename S>
 class Mlp {
  public:
@@ -71,7 +85,8 @@ class Mlp {
   // gradient with respect to every tensor of `params` (so the gradient is
   // averaged over the batch). x must have at least one row.
   S LossAndGradients(const MlpParams<S>& params, const Matrix& x,
-                     const std::vector<int>& labels, MlpParams<S>* grads);
+                     const std::vector<int>& labels, MlpParams<S>* grads,
+                     const LayerHooks* hooks = nullptr);
 
   // The summed (not averaged) cross-entropy of the batch; adds the number of
   // examples whose arg-max logit is their label to *correct.
@@ -82,7 +97,8 @@ class Mlp {
   // Fills h1_, h2_ and probs_ (softmax of the logits); returns the summed
   // cross-entropy and counts correct predictions when `correct` is set.
   S Forward(const MlpParams<S>& params, const Matrix& x,
-            const std::vector<int>& labels, int64_t* correct);
+            const std::vector<int>& labels, int64_t* correct,
+            const LayerHooks* hooks = nullptr);
 
   Matrix h1_, h2_, probs_;  // activations of the last Forward
   Matrix d1_, d2_;          // gradients w.r.t. hidden pre-activations

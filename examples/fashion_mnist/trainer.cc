@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <array>
 #include <cmath>
 #include <memory>
 #include <string>
@@ -269,6 +270,7 @@ class FashionMnistTrainer {
   }
 
   Status Pull() {
+    DropPulls();  // this pull reads newer values into the same memory
     auto start = SteadyClock::now();
     FABPS_RETURN_IF_ERROR(
         ps_->GetParams(param_buffers_, Deadline::InMs(config_.timeout_ms))
@@ -302,17 +304,81 @@ class FashionMnistTrainer {
   static constexpr int kMaxFailedStepsInARow = 30;
   int failed_in_a_row_ = 0;
 
+  // Layer l's buffers (of the parameters or the gradients): tensors 2l and
+  // 2l + 1 (mlp.h's LayerHooks).
+  static std::vector<trainer::ParamBuffer> LayerBuffers(
+      const std::vector<trainer::ParamBuffer>& all, int layer) {
+    return {all[2 * layer], all[2 * layer + 1]};
+  }
+
+  // Forgets the pulls started at the end of the last step (a lost step, or
+  // a synchronous pull that replaces them).
+  void DropPulls() {
+    for (auto& h : pulls_) h.reset();
+  }
+
+  // One step, overlapped as the PyTorch trainer's: the pulls started at the
+  // end of the previous step are waited for layer by layer as the forward
+  // pass reaches each layer (the first step, or the one after a lost step,
+  // pulls first); each layer's gradients leave as soon as the backward pass
+  // has them (the output layer's first, while the layers below are still
+  // computed); once every push is applied, the next step's pulls start,
+  // overlapping whatever comes before the next forward (reading and parsing
+  // the next batch). An error anywhere loses the step, which TrainBatch
+  // rides out.
   Status TryStep() {
-    FABPS_RETURN_IF_ERROR(Pull());
-    float loss = mlp_.LossAndGradients(params_, x_, labels_, &grads_);
+    if (!pulls_[0] && !pulls_[1] && !pulls_[2]) FABPS_RETURN_IF_ERROR(Pull());
     auto deadline = Deadline::InMs(config_.timeout_ms);
+    Status failed;
+    std::vector<std::shared_ptr<trainer::PushHandle>> pushes;
     auto push_start = SteadyClock::now();
-    FABPS_ASSIGN_OR_RETURN(auto handle,
-                           ps_->SendGrads(grad_buffers_, deadline));
-    FABPS_RETURN_IF_ERROR(
-        ps_->Wait(handle, deadline).WithContext("pushing the gradients"));
+    LayerHooks hooks;
+    hooks.before_layer = [&](int layer) {
+      std::shared_ptr<trainer::PullHandle> h = std::move(pulls_[layer]);
+      if (!h) return;
+      Status s = ps_->Wait(h, deadline);
+      if (!s.ok() && failed.ok()) {
+        failed = s.WithContext("pulling the parameters");
+      }
+      if (layer == 2 && failed.ok()) {
+        prometheus_.ObservePull(Seconds(SteadyClock::now() - pulls_started_),
+                                model_bytes_);
+      }
+    };
+    hooks.grads_ready = [&](int layer) {
+      if (!failed.ok()) return;  // the step is lost already
+      if (layer == 2) push_start = SteadyClock::now();
+      auto h = ps_->SendGrads(LayerBuffers(grad_buffers_, layer), deadline);
+      if (!h.ok()) {
+        failed = h.status().WithContext("pushing the gradients");
+        return;
+      }
+      pushes.push_back(std::move(*h));
+    };
+    float loss = mlp_.LossAndGradients(params_, x_, labels_, &grads_, &hooks);
+    // The next step writes the gradients again: every push must be over.
+    for (auto& h : pushes) {
+      Status s = ps_->Wait(h, deadline);
+      if (!s.ok() && failed.ok()) {
+        failed = s.WithContext("pushing the gradients");
+      }
+    }
+    if (!failed.ok()) {
+      DropPulls();
+      return failed;
+    }
     prometheus_.ObservePush(Seconds(SteadyClock::now() - push_start),
                             model_bytes_);
+    pulls_started_ = SteadyClock::now();
+    for (int layer = 0; layer < 3; ++layer) {
+      auto h =
+          ps_->GetParamsAsync(LayerBuffers(param_buffers_, layer), deadline);
+      if (!h.ok()) {
+        DropPulls();
+        return h.status().WithContext("pulling the parameters");
+      }
+      pulls_[layer] = std::move(*h);
+    }
     int64_t n = static_cast<int64_t>(labels_.size());
     prometheus_.ObserveBatch(n, loss);
     labels_.clear();
@@ -364,6 +430,10 @@ class FashionMnistTrainer {
 
   MlpParams<float> params_, grads_;
   std::vector<trainer::ParamBuffer> param_buffers_, grad_buffers_;
+  // The next step's pulls, one per layer (null: none in flight), started
+  // at pulls_started_.
+  std::array<std::shared_ptr<trainer::PullHandle>, 3> pulls_;
+  SteadyClock::time_point pulls_started_;
   Mlp<float> mlp_;
   Mlp<float>::Matrix x_;
   std::vector<int> labels_;

@@ -3,6 +3,7 @@
 // loss, deterministic initialization, record parsing and the metrics lines.
 #include <gtest/gtest.h>
 
+#include <array>
 #include <cmath>
 #include <random>
 #include <string>
@@ -117,6 +118,44 @@ TEST(FashionMnistModelTest, FloatGradientsMatchDouble) {
       den += gd.tensors[t][i] * gd.tensors[t][i];
     }
     EXPECT_LT(std::sqrt(num / den), 1e-3) << MlpTensorShapes()[t].name;
+  }
+}
+
+// The hooks a trainer overlaps its transfers with: each layer's tensors are
+// asked for in forward order before they are read (a hook that changes
+// them changes the result), and each layer's gradients are final when
+// announced, in backward order.
+TEST(FashionMnistModelTest, LayerHooksComeInOrderAtTheRightTime) {
+  MlpParams<float> params, fresh, grads, plain;
+  InitMlpParams(2, &params);
+  InitMlpParams(7, &fresh);
+  Mlp<float>::Matrix x;
+  std::vector<int> labels;
+  RandomBatch<float>(8, 6, &x, &labels);
+  Mlp<float> mlp;
+  const float expected = mlp.LossAndGradients(fresh, x, labels, &plain);
+
+  std::vector<std::string> calls;
+  std::array<std::vector<float>, kNumTensors> at_ready;
+  LayerHooks hooks;
+  hooks.before_layer = [&](int layer) {
+    calls.push_back("before " + std::to_string(layer));
+    // The values "arrive" only now, as an overlapped pull's would.
+    params.tensors[2 * layer] = fresh.tensors[2 * layer];
+    params.tensors[2 * layer + 1] = fresh.tensors[2 * layer + 1];
+  };
+  hooks.grads_ready = [&](int layer) {
+    calls.push_back("ready " + std::to_string(layer));
+    at_ready[2 * layer] = grads.tensors[2 * layer];
+    at_ready[2 * layer + 1] = grads.tensors[2 * layer + 1];
+  };
+  const float loss = mlp.LossAndGradients(params, x, labels, &grads, &hooks);
+  EXPECT_EQ(calls, (std::vector<std::string>{"before 0", "before 1", "before 2",
+                                             "ready 2", "ready 1", "ready 0"}));
+  EXPECT_EQ(loss, expected);
+  for (int t = 0; t < kNumTensors; ++t) {
+    EXPECT_EQ(at_ready[t], grads.tensors[t]) << MlpTensorShapes()[t].name;
+    EXPECT_EQ(grads.tensors[t], plain.tensors[t]) << MlpTensorShapes()[t].name;
   }
 }
 
