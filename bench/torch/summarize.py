@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Summaries for bench/torch_vs_ddp.sh, as one JSON line each.
 
-  summarize.py fabps RUN_DIR TARGET   a fabps-launch run directory
+  summarize.py fabps RUN_DIR TARGET [NAME]
+                                      a fabps-launch run directory (NAME:
+                                      the system's name, default fabps)
   summarize.py ddp OUTPUT_FILE        the output of ddp_reference.py
   summarize.py table RESULTS_FILE     the median table of all runs
 
@@ -31,7 +33,7 @@ def json_lines(path):
     return out
 
 
-def fabps_run(run_dir, target):
+def fabps_run(run_dir, target, name="fabps"):
     samples, end, reached, acc = 0, 0.0, None, None
     files = sorted(glob.glob(f"{run_dir}/trainer-*.metrics"))
     if not files:
@@ -46,7 +48,7 @@ def fabps_run(run_dir, target):
                     reached = e["elapsed_seconds"]
         if passes:
             end = max(end, passes[-1]["elapsed_seconds"])
-    return {"system": "fabps", "samples_per_sec": samples / end,
+    return {"system": name, "samples_per_sec": samples / end,
             "seconds_to_target": reached, "final_accuracy": acc,
             "seconds": end}
 
@@ -71,11 +73,11 @@ def table(path):
     rows = {}
     for r in runs:
         rows.setdefault(r["system"], []).append(r)
-    fmt = "{:<8} {:>5} {:>14} {:>18} {:>16} {:>10}"
+    fmt = "{:<10} {:>5} {:>14} {:>18} {:>16} {:>10}"
     print(fmt.format("system", "runs", "samples/s", "s to target",
                      "final accuracy", "seconds"))
     med = {}
-    for system in ("fabps", "ddp"):
+    for system in rows:
         rs = rows.get(system, [])
         if not rs:
             continue
@@ -89,18 +91,20 @@ def table(path):
             (f"{m['seconds_to_target']:.1f}" if m["seconds_to_target"]
              else "-") + f" ({reached}/{len(rs)})",
             f"{m['final_accuracy']:.4f}", f"{m['seconds']:.1f}"))
-    if "fabps" in med and "ddp" in med:
-        f, d = med["fabps"], med["ddp"]
-        print(f"fabps/ddp samples/s: "
+    d = med.get("ddp")
+    for system, f in med.items():
+        if system == "ddp" or d is None:
+            continue
+        print(f"{system}/ddp samples/s: "
               f"{f['samples_per_sec'] / d['samples_per_sec']:.2f}x")
         if f["seconds_to_target"] and d["seconds_to_target"]:
-            print(f"fabps/ddp time to target: "
+            print(f"{system}/ddp time to target: "
                   f"{f['seconds_to_target'] / d['seconds_to_target']:.2f}x")
 
 
 def main(argv):
-    if len(argv) == 3 and argv[0] == "fabps":
-        print(json.dumps(fabps_run(argv[1], float(argv[2]))))
+    if len(argv) in (3, 4) and argv[0] == "fabps":
+        print(json.dumps(fabps_run(argv[1], float(argv[2]), *argv[3:])))
     elif len(argv) == 2 and argv[0] == "ddp":
         print(json.dumps(ddp_run(argv[1])))
     elif len(argv) == 2 and argv[0] == "table":
