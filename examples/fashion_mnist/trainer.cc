@@ -270,7 +270,13 @@ class FashionMnistTrainer {
   }
 
   Status Pull() {
-    DropPulls();  // this pull reads newer values into the same memory
+    // The pulls in flight write the same memory: they end first (their
+    // errors do not matter, this pull reads anew).
+    auto settle = Deadline::InMs(config_.timeout_ms);
+    for (auto& h : pulls_) {
+      if (h) (void)ps_->Wait(h, settle);
+      h.reset();
+    }
     auto start = SteadyClock::now();
     FABPS_RETURN_IF_ERROR(
         ps_->GetParams(param_buffers_, Deadline::InMs(config_.timeout_ms))
@@ -311,8 +317,8 @@ class FashionMnistTrainer {
     return {all[2 * layer], all[2 * layer + 1]};
   }
 
-  // Forgets the pulls started at the end of the last step (a lost step, or
-  // a synchronous pull that replaces them).
+  // Forgets the pulls started at the end of the last step (a lost step:
+  // the client reconnects, which ends what is in flight).
   void DropPulls() {
     for (auto& h : pulls_) h.reset();
   }
