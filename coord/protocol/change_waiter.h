@@ -12,7 +12,10 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
+#include <utility>
+#include <vector>
 
 #include "base/deadline.h"
 #include "coord/store.h"
@@ -44,6 +47,34 @@ class ChangeWaiter {
 // The earlier of two deadlines.
 inline Deadline Sooner(Deadline a, Deadline b) {
   return a.time() < b.time() ? a : b;
+}
+
+// The loop of every such wait: reads every key under `prefix` (one Range,
+// so one revision) and asks `decide` about them until it answers, waiting
+// for a change under the prefix between reads. decide(kvs, &why_not)
+// returns the answer (a value, or an error that ends the wait), or nullopt
+// after setting *why_not (why not yet). A read that fails counts as "not
+// yet", its error the reason. TimedOut at `deadline`, the last reason as
+// its message.
+template <typename T, typename Decide>
+Result<T> WatchUntil(Store* store, const std::string& prefix, Deadline deadline,
+                     Decide decide) {
+  ChangeWaiter waiter(store, prefix);
+  Status last;
+  for (;;) {
+    auto r = store->Range(prefix, Sooner(deadline, store->DefaultDeadline()));
+    int64_t seen = 0;
+    if (r.ok()) {
+      seen = r->revision;
+      Status why_not;
+      std::optional<Result<T>> answer = decide(r->kvs, &why_not);
+      if (answer) return std::move(*answer);
+      last = std::move(why_not);
+    } else {
+      last = r.status();
+    }
+    if (!waiter.Wait(seen, deadline)) return Status::TimedOut(last.ToString());
+  }
 }
 
 }  // namespace fabps::coord::internal

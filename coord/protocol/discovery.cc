@@ -29,68 +29,61 @@ Result<std::string> LookupMaster(Store* store, Deadline deadline) {
 }
 
 Result<std::string> WaitForMaster(Store* store, Deadline deadline) {
-  internal::ChangeWaiter waiter(store, keys::kMasterAddr);
-  Status last;
-  for (;;) {
-    auto r = store->Range(keys::kMasterAddr,
-                          internal::Sooner(deadline, store->DefaultDeadline()));
-    int64_t seen = 0;
-    if (r.ok()) {
-      for (const KeyValue& kv : r->kvs)
-        if (kv.key == keys::kMasterAddr) return kv.value;
-      seen = r->revision;
-      last = Status::NotFound("master/addr absent");
-    } else {
-      last = r.status();
-    }
-    if (!waiter.Wait(seen, deadline))
-      return Status::TimedOut(
-          "no master published master/addr by the "
-          "deadline (last: " +
-          last.ToString() + ")");
+  auto r = internal::WatchUntil<std::string>(
+      store, keys::kMasterAddr, deadline,
+      [](const std::vector<KeyValue>& kvs,
+         Status* why_not) -> std::optional<Result<std::string>> {
+        for (const KeyValue& kv : kvs)
+          if (kv.key == keys::kMasterAddr) return Result<std::string>(kv.value);
+        *why_not = Status::NotFound("master/addr absent");
+        return std::nullopt;
+      });
+  if (r.status().code() == Status::Code::kTimedOut) {
+    return Status::TimedOut(
+        "no master published master/addr by the deadline (last: " +
+        r.status().message() + ")");
   }
+  return r;
 }
 
 Result<std::vector<std::string>> FindPservers(Store* store, Deadline deadline) {
-  internal::ChangeWaiter waiter(store, keys::kPsPrefix);
-  Status last;
-  for (;;) {
-    // One read sees ps/count and every address at one revision.
-    auto r = store->Range(keys::kPsPrefix,
-                          internal::Sooner(deadline, store->DefaultDeadline()));
-    int64_t seen = 0;
-    if (r.ok()) {
-      seen = r->revision;
-      const KeyValue* count_kv = nullptr;
-      for (const KeyValue& kv : r->kvs)
-        if (kv.key == keys::kPsCount) count_kv = &kv;
-      if (count_kv == nullptr) {
-        last = Status::Unavailable("no ps/count in the store yet");
-      } else {
-        FABPS_ASSIGN_OR_RETURN(uint32_t n, keys::ParsePsCount(count_kv->value));
-        std::vector<std::string> addrs(n);
+  using Addresses = std::vector<std::string>;
+  // One read sees ps/count and every address at one revision.
+  auto r = internal::WatchUntil<Addresses>(
+      store, keys::kPsPrefix, deadline,
+      [](const std::vector<KeyValue>& kvs,
+         Status* why_not) -> std::optional<Result<Addresses>> {
+        const KeyValue* count_kv = nullptr;
+        for (const KeyValue& kv : kvs)
+          if (kv.key == keys::kPsCount) count_kv = &kv;
+        if (count_kv == nullptr) {
+          *why_not = Status::Unavailable("no ps/count in the store yet");
+          return std::nullopt;
+        }
+        Result<uint32_t> n = keys::ParsePsCount(count_kv->value);
+        if (!n.ok()) return Result<Addresses>(n.status());
+        Addresses addrs(*n);
         uint32_t found = 0;
-        for (const KeyValue& kv : r->kvs) {
+        for (const KeyValue& kv : kvs) {
           auto k = keys::ParsePsKey(kv.key);
-          if (!k.ok() || k->leaf != keys::PsLeaf::kAddr || k->index >= n ||
+          if (!k.ok() || k->leaf != keys::PsLeaf::kAddr || k->index >= *n ||
               kv.value.empty())
             continue;
           addrs[k->index] = kv.value;
           found++;
         }
-        if (found == n) return addrs;
-        last = Status::Unavailable(
-            std::to_string(n - found) + " of " + std::to_string(n) +
+        if (found == *n) return Result<Addresses>(std::move(addrs));
+        *why_not = Status::Unavailable(
+            std::to_string(*n - found) + " of " + std::to_string(*n) +
             " pservers have not published ps/<i>/addr (i = " +
             ListIndices(addrs) + ")");
-      }
-    } else {
-      last = r.status();
-    }
-    if (!waiter.Wait(seen, deadline))
-      return Status::TimedOut(last.message())
-          .WithContext("finding the pservers in the store by the deadline");
+        return std::nullopt;
+      });
+  if (r.status().code() == Status::Code::kTimedOut) {
+    return r.status().WithContext(
+        "finding the pservers in the store by the deadline");
   }
+  return r;
 }
 
 }  // namespace fabps::coord

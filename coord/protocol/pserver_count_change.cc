@@ -150,34 +150,27 @@ Status PserverCountChange::Commit(const std::vector<CheckpointRecord>& records,
 }
 
 Status WaitForPserverLocksFree(Store* store, Deadline deadline) {
-  internal::ChangeWaiter waiter(store, keys::kPsPrefix);
-  std::string held;
-  for (;;) {
-    auto r = store->Range(keys::kPsPrefix,
-                          internal::Sooner(deadline, store->DefaultDeadline()));
-    int64_t seen = 0;
-    if (r.ok()) {
-      seen = r->revision;
-      held.clear();
-      for (const KeyValue& kv : r->kvs) {
-        Result<keys::PsKeyParts> parts = keys::ParsePsKey(kv.key);
-        if (parts.ok() && parts->leaf == keys::PsLeaf::kLock) {
-          held += (held.empty() ? "" : "; ") + kv.key + " held by '" +
-                  kv.value + "'";
+  auto r = internal::WatchUntil<bool>(
+      store, keys::kPsPrefix, deadline,
+      [](const std::vector<KeyValue>& kvs,
+         Status* why_not) -> std::optional<Result<bool>> {
+        std::string held;
+        for (const KeyValue& kv : kvs) {
+          Result<keys::PsKeyParts> parts = keys::ParsePsKey(kv.key);
+          if (parts.ok() && parts->leaf == keys::PsLeaf::kLock) {
+            held += (held.empty() ? "" : "; ") + kv.key + " held by '" +
+                    kv.value + "'";
+          }
         }
-      }
-      if (held.empty()) return Status::OK();
-    } else if (r.status().code() != Status::Code::kTimedOut &&
-               r.status().code() != Status::Code::kUnavailable) {
-      return r.status();
-    }
-    if (!waiter.Wait(seen, deadline)) {
-      return Status::TimedOut("pserver indices still held at the deadline" +
-                              (held.empty()
-                                   ? std::string(" (the store did not answer)")
-                                   : ": " + held));
-    }
+        if (held.empty()) return Result<bool>(true);
+        *why_not = Status::FailedPrecondition(held);
+        return std::nullopt;
+      });
+  if (r.status().code() == Status::Code::kTimedOut) {
+    return Status::TimedOut("pserver indices still held at the deadline (" +
+                            r.status().message() + ")");
   }
+  return r.status();
 }
 
 }  // namespace fabps::coord
