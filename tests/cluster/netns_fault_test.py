@@ -117,7 +117,9 @@ def run_job(tmp, provider, passes, fault, seconds):
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--provider", default="tcp;ofi_rxm")
-    ap.add_argument("--passes", type=int, default=2)
+    # Enough that the faults, 2 s and more into training, strike while it
+    # runs (a pass of the C++ trainer takes about 1.5 s on a quiet machine).
+    ap.add_argument("--passes", type=int, default=8)
     ap.add_argument("--fault", choices=("none", "cut", "delay", "loss"),
                     required=True)
     ap.add_argument("--seconds", type=float, default=5)

@@ -73,6 +73,10 @@ std::string RunLauncher(const TempDir& dir,
   return out;
 }
 
+// Passes of a job whose --kill-every 1 must strike before it ends: a pass
+// of the C++ trainer takes about 1.5 s on a quiet machine.
+constexpr int kPassesForAKill = 4;
+
 // The test accuracy of pass `pass` (1, 2, ...) in the final table.
 double AccuracyOfPass(const std::string& out, int pass) {
   std::smatch m;
@@ -129,10 +133,12 @@ TEST(Launch, PlainOutputHasOneFinalLinePerPass) {
 TEST(Launch, SurvivesAPserverKilledAndRestartedOverTls) {
   TempDir dir;
   int code = -1;
+  // Passes enough that the kill, 1 s into training, comes before the end
+  // on a fast machine (a pass of the C++ trainer takes about 1.5 s).
   std::string out = RunLauncher(dir,
                                 {"--kill-random", "1", "--kill-target",
                                  "pserver", "--kill-every", "1", "--tls"},
-                                &code);
+                                &code, kPassesForAKill);
   ASSERT_EQ(code, 0) << out;
   // Over mutual TLS: the restarted pserver and the reconnecting trainers
   // make new TLS sessions.
@@ -154,7 +160,7 @@ TEST(Launch, OnEtcdSurvivesTheLeadingMasterKilled) {
       RunLauncher(dir,
                   {"--start-etcd", "--kill-random", "1", "--kill-target",
                    "master", "--kill-every", "1"},
-                  &code);
+                  &code, kPassesForAKill);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("fault injected: killed master"), std::string::npos)
       << out;
@@ -211,7 +217,7 @@ TEST(Launch, TorchTrainersSurviveAPserverKilledAndRestarted) {
       RunLauncher(dir,
                   {"--trainer", "torch", "--kill-random", "1", "--kill-target",
                    "pserver", "--kill-every", "1"},
-                  &code);
+                  &code, kPassesForAKill);
   ASSERT_EQ(code, 0) << out;
   EXPECT_NE(out.find("fault injected: killed pserver-"), std::string::npos)
       << out;

@@ -65,7 +65,8 @@ class StatusPageBrowserTest(unittest.TestCase):
         self.out = open(os.path.join(self.dir, "launch.out"), "w")
         self.launcher = subprocess.Popen(
             [os.path.join(BUILD_DIR, "tools/launch/fabps-launch"),
-             "--passes", "2", "--pservers", "2", "--trainers", "2",
+             # Running until the browser is up (1.5 s a pass).
+             "--passes", "8", "--pservers", "2", "--trainers", "2",
              "--provider", "tcp;ofi_rxm",
              "--run-dir", os.path.join(self.dir, "run"),
              "--data-dir", os.path.join(self.dir, "data"),

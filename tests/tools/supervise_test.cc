@@ -32,6 +32,9 @@ class Job {
   Job(const TempDir& dir, std::vector<std::string> extra) : dir_(dir) {
     testing::LauncherJob job;
     job.save_period = 1;
+    // Long enough for faults injected after training started (a pass of
+    // the C++ trainer takes about 1.5 s on a quiet machine).
+    job.passes = 4;
     extra.insert(extra.begin(), {"--lease-ttl", "2"});
     std::vector<std::string> argv = testing::LauncherArgv(dir, job, extra);
     auto p = Subprocess::Start(argv, dir.File("launch.out"));
