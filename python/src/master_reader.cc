@@ -44,6 +44,33 @@ class Reader {
         *thread_, [c, pass] { return c->StartGetRecords(pass); }));
   }
 
+  struct Batch {
+    std::vector<std::string> records;
+    Status error;
+    bool ended = false;  // the pass ended
+  };
+  // Up to `max` records, each waited for until `until` (Infinite: as
+  // NextRecord, which waits for the master's next task); stops early at the
+  // pass's end, an error, or a record not there by `until`.
+  static Batch ReadBatch(MasterClient* c, int max, Deadline until) {
+    Batch b;
+    std::string_view rec;
+    while (static_cast<int>(b.records.size()) < max) {
+      auto r = c->TryNextRecord(&rec, until);
+      if (!r.ok()) {
+        b.error = r.status();
+        break;
+      }
+      if (*r == MasterClient::RecordState::kNotYet) break;
+      if (*r == MasterClient::RecordState::kPassEnd) {
+        b.ended = true;
+        break;
+      }
+      b.records.emplace_back(rec);
+    }
+    return b;
+  }
+
   // Up to `max_records` records of the pass; fewer when the pass ends or
   // the next task is not read yet, none only at the end of the pass. An error
   // after some records returns those first and raises at the next call.
@@ -56,11 +83,6 @@ class Reader {
     if (max_records < 1)
       ThrowStatus(Status::InvalidArgument("max_records must be >= 1"));
     MasterClient* c = client_.get();
-    struct Batch {
-      std::vector<std::string> records;
-      Status error;
-      bool ended = false;  // the pass ended
-    };
     // First what is ready, on this thread (no hand-off to the CallThread
     // and back, which on a busy machine costs a scheduling delay each way):
     // records of tasks already read need no RPC and never wait. Only when
@@ -70,35 +92,11 @@ class Reader {
     Batch b;
     if (thread_->idle()) {
       py::gil_scoped_release release;
-      std::string_view rec;
-      while (static_cast<int>(b.records.size()) < max_records) {
-        auto r = c->TryNextRecord(&rec, Deadline::InMs(0));
-        if (!r.ok()) {
-          b.error = r.status();
-          break;
-        }
-        if (*r == MasterClient::RecordState::kNotYet) break;
-        if (*r == MasterClient::RecordState::kPassEnd) {
-          b.ended = true;
-          break;
-        }
-        b.records.emplace_back(rec);
-      }
+      b = ReadBatch(c, max_records, Deadline::InMs(0));
     }
     if (b.records.empty() && b.error.ok() && !b.ended) {
       b = RunInterruptibly<Batch>(*thread_, [c, max_records] {
-        Batch out;
-        std::string_view rec;
-        while (static_cast<int>(out.records.size()) < max_records) {
-          Result<bool> more = c->NextRecord(&rec);
-          if (!more.ok()) {
-            out.error = more.status();
-            break;
-          }
-          if (!*more) break;
-          out.records.emplace_back(rec);
-        }
-        return out;
+        return ReadBatch(c, max_records, Deadline::Infinite());
       });
     }
     if (!b.error.ok()) {

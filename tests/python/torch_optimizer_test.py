@@ -68,16 +68,23 @@ def loss_of(model, x, y):
     return torch.nn.functional.cross_entropy(model(x), y)
 
 
+def trainer(pservers, seed):
+    """(model, client, optimizer): a TwoLayers(seed) trained through the
+    optimizer with per-layer overlapped pulls, 20 s per transfer."""
+    model = TwoLayers(seed=seed)
+    c = client(pservers)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, timeout=20)
+    return model, c, opt
+
+
 def test_one_sgd_step_is_w_minus_lr_g(pservers):
-    model = TwoLayers(seed=1)
     reference = TwoLayers(seed=1)
     x, y = batch(2)
     loss_of(reference, x, y).backward()
     expected = {n: (p - 0.1 * p.grad).detach()
                 for n, p in reference.named_parameters()}
-    c = client(pservers)
-    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
-                                           model=model, timeout=20)
+    model, c, opt = trainer(pservers, seed=1)
     assert opt.init_params() is True
     opt.zero_grad()
     loss_of(model, x, y).backward()
@@ -91,10 +98,7 @@ def test_one_sgd_step_is_w_minus_lr_g(pservers):
 
 
 def test_hooks_push_each_layer_while_backward_runs(pservers):
-    model = TwoLayers(seed=3)
-    c = client(pservers)
-    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
-                                           model=model, timeout=20)
+    model, c, opt = trainer(pservers, seed=3)
     opt.init_params()
     pushes = []  # (names, was l1's gradient still empty then)
     opt.on_push = lambda names: pushes.append(
@@ -114,10 +118,7 @@ def test_hooks_push_each_layer_while_backward_runs(pservers):
 
 
 def test_overlapped_pull_lands_before_each_layer_runs(pservers):
-    model = TwoLayers(seed=4)
-    c = client(pservers)
-    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
-                                           model=model, timeout=20)
+    model, c, opt = trainer(pservers, seed=4)
     opt.init_params()
     opt.zero_grad()
     loss_of(model, *batch(5)).backward()
@@ -230,10 +231,7 @@ def test_parameters_and_gradients_stay_registered(pservers):
     # The client watches the tensors it is given (the Parameters and their
     # gradient buffers), not the per-call tensors numpy views hang on: after
     # the first step every transfer finds its registration.
-    model = TwoLayers(seed=12)
-    c = client(pservers)
-    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
-                                           model=model, timeout=20)
+    model, c, opt = trainer(pservers, seed=12)
     opt.init_params()
 
     def train(step):

@@ -241,6 +241,8 @@ class Launcher {
   // count than --pservers: its checkpoints are re-cut for --pservers
   // (tools/reshard) before any pserver starts.
   Status ReshardIfCountChanged();
+  // A client of the job's coordination store (store_spec_, f_.job).
+  Result<std::unique_ptr<coord::Store>> OpenJobStore();
   // After a resize stopped pservers 0..count-1: OK when each exited 0 and
   // its index is free in the store (waiting for a lease that outlived its
   // pserver, at most the lease TTL and 5 s).
@@ -439,14 +441,17 @@ Status Launcher::StartMaster() {
   return Status::OK();
 }
 
-Status Launcher::ReshardIfCountChanged() {
+Result<std::unique_ptr<coord::Store>> Launcher::OpenJobStore() {
   coord::StoreOptions so;
   so.spec = store_spec_;
   so.job = f_.job;
+  return coord::OpenStore(so);
+}
+
+Status Launcher::ReshardIfCountChanged() {
   uint32_t had = 0;
   {
-    FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store,
-                           coord::OpenStore(so));
+    FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store, OpenJobStore());
     auto count = store->Get(coord::keys::kPsCount, store->DefaultDeadline());
     if (count.status().code() == Status::Code::kNotFound) return Status::OK();
     FABPS_RETURN_IF_ERROR(count.status());
@@ -801,20 +806,13 @@ Status Launcher::PserversStoppedCleanly(int count) {
     }
     if (!WIFEXITED(c->wait_status) || WEXITSTATUS(c->wait_status) != 0) {
       return Status::FailedPrecondition(
-          name + " did not stop cleanly (" +
-          (WIFEXITED(c->wait_status)
-               ? "status " + std::to_string(WEXITSTATUS(c->wait_status))
-               : "signal " + std::to_string(WTERMSIG(c->wait_status))) +
+          name + " did not stop cleanly (" + DescribeEnd(c->wait_status) +
           ", see its log): its last updates may not be in a checkpoint");
     }
   }
   // Each released its index on the way out; a release that did not reach
   // the store leaves the lock until its lease runs out.
-  coord::StoreOptions so;
-  so.spec = store_spec_;
-  so.job = f_.job;
-  FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store,
-                         coord::OpenStore(so));
+  FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store, OpenJobStore());
   return coord::WaitForPserverLocksFree(
       store.get(), Deadline::InMs(int64_t{f_.lease_ttl_s} * 1000 + 5000));
 }
