@@ -15,7 +15,6 @@
 #include <optional>
 
 #include "base/log.h"
-#include "base/run_queue_delay.h"
 #include "base/thread_name.h"
 #include "transport/ofi/ofi_error.h"
 #include "transport/ofi/ofi_fabric.h"
@@ -71,16 +70,6 @@ constexpr auto kHotPolling = std::chrono::milliseconds(20);
 // object stays quiet, so progress that the provider's fd does not announce
 // (or a provider whose wait object is a poor signal) is still driven.
 constexpr int kBlockMs = 2;
-// While a hot operation is in flight the thread polls, unless, over an
-// interval of polling, it waited for a core more than kContendedShare of
-// the time it wanted one (RunQueueDelay): then more threads than cores have
-// work, and it blocks on the wait object as an idle thread does, for
-// kContendedHold, before it polls and looks again. 2 trainers x 2 pservers
-// of 64 MiB on 2 cores (tcp): 2.42 GB/s push+pull polling, 2.80 so (medians
-// of 5 alternated runs; bench/README.md, "Polling on a contested core").
-constexpr auto kContentionInterval = std::chrono::microseconds(1000);
-constexpr double kContendedShare = 0.2;
-constexpr auto kContendedHold = std::chrono::milliseconds(50);
 
 // kDefaultHotBytes, or FABPS_PROGRESS_HOT_BYTES when it holds a byte count
 // (0: every operation is hot, the polling of old; a large value: none is).
@@ -738,10 +727,10 @@ Result<size_t> OfiEndpoint::Dispatch(ssize_t n,
   return static_cast<size_t>(n);
 }
 
-Result<size_t> OfiEndpoint::BlockOnCq(bool while_hot) {
+Result<size_t> OfiEndpoint::BlockOnCq() {
   blocked_.store(true);
-  bool idle = while_hot;
-  if (!idle) {
+  bool idle;
+  {
     std::lock_guard<std::mutex> l(ops_mu_);
     idle = hot_inflight_ == 0;
   }
@@ -769,15 +758,13 @@ Result<size_t> OfiEndpoint::BlockOnCq(bool while_hot) {
 }
 
 void OfiEndpoint::ProgressLoop() {
-  // Poll while anything happened recently or a hot operation is in flight
+  // Poll while anything happened recently or a local operation is in flight
   // (a large transfer produces no completion until it ends, and the provider
-  // moves bytes only when its CQ is read), unless the core is contested;
-  // after kHot of quiet, block on the CQ's wait object, which wakes on
-  // arriving data, completions, a new hot operation (NewOp signals) and
-  // Shutdown. Without a wait object, sleep in short steps instead.
+  // moves bytes only when its CQ is read); after kHot of quiet, block on the
+  // CQ's wait object, which wakes on arriving data, completions, a new local
+  // operation (NewOp signals) and Shutdown. Without a wait object, sleep in
+  // short steps instead.
   auto last_activity = std::chrono::steady_clock::now();
-  RunQueueDelay run_queue;
-  auto contended_until = last_activity;
   while (!stop_.load(std::memory_order_relaxed)) {
     auto r = Progress();
     if (!r.ok()) {
@@ -793,24 +780,6 @@ void OfiEndpoint::ProgressLoop() {
     }
     if (busy) {
       last_activity = now;
-      // Only a hot operation in flight keeps it busy, and this thread
-      // waits for a core: its polling takes the CPU from threads with work
-      // (often the kernel's copies of this very transfer). Sleep on the
-      // wait object, which announces the sockets' readiness, instead, for
-      // kContendedHold; then poll again and look anew. (Not asleep the
-      // whole time: a woken thread gets a core at once, so the wait shows
-      // only while it polls.)
-      if (r.value() == 0 && can_block_) {
-        if (now < contended_until ||
-            run_queue.Contended(now, kContentionInterval, kContendedShare)) {
-          if (now >= contended_until) contended_until = now + kContendedHold;
-          auto b = BlockOnCq(/*while_hot=*/true);
-          if (!b.ok())
-            FABPS_LOG(ERROR) << "progress thread: " << b.status().ToString();
-          if (std::chrono::steady_clock::now() >= contended_until)
-            run_queue.Restart(std::chrono::steady_clock::now());
-        }
-      }
       continue;
     }
     if (now - last_activity < (can_block_ ? kHot : kHotPolling)) {
@@ -821,7 +790,7 @@ void OfiEndpoint::ProgressLoop() {
       std::this_thread::sleep_for(std::chrono::microseconds(100));
       continue;
     }
-    auto b = BlockOnCq(/*while_hot=*/false);
+    auto b = BlockOnCq();
     if (!b.ok()) {
       FABPS_LOG(ERROR) << "progress thread: " << b.status().ToString();
       continue;
