@@ -179,10 +179,12 @@ TEST_P(EndpointTest, RmaWriteAndReadSizesAndOffsets) {
     EXPECT_EQ(std::memcmp(remote.data() + c.remote_off,
                           local.data() + c.local_off, c.len),
               0);
-    if (c.remote_off > 0)
+    if (c.remote_off > 0) {
       EXPECT_EQ(remote[c.remote_off - 1], 0) << "wrote before the range";
-    if (c.remote_off + c.len < remote.size())
+    }
+    if (c.remote_off + c.len < remote.size()) {
       EXPECT_EQ(remote[c.remote_off + c.len], 0);
+    }
   }
 }
 
