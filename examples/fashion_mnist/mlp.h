@@ -32,6 +32,8 @@ constexpr int kHidden1 = 256;
 constexpr int kHidden2 = 128;
 constexpr int kClasses = 10;
 constexpr int kNumTensors = 6;
+// Layer l (fc(l+1)) holds tensors 2l (weights) and 2l+1 (bias).
+constexpr int kNumLayers = kNumTensors / 2;
 
 struct TensorShape {
   const char* name;

@@ -2,6 +2,7 @@
 
 #include <fnmatch.h>
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <memory>
@@ -333,7 +334,9 @@ class FashionMnistTrainer {
   // the next batch). An error anywhere loses the step, which TrainBatch
   // rides out.
   Status TryStep() {
-    if (!pulls_[0] && !pulls_[1] && !pulls_[2]) FABPS_RETURN_IF_ERROR(Pull());
+    if (std::none_of(pulls_.begin(), pulls_.end(),
+                     [](const auto& h) { return h != nullptr; }))
+      FABPS_RETURN_IF_ERROR(Pull());
     auto deadline = Deadline::InMs(config_.timeout_ms);
     Status failed;
     std::vector<std::shared_ptr<trainer::PushHandle>> pushes;
@@ -346,14 +349,14 @@ class FashionMnistTrainer {
       if (!s.ok() && failed.ok()) {
         failed = s.WithContext("pulling the parameters");
       }
-      if (layer == 2 && failed.ok()) {
+      if (layer == kNumLayers - 1 && failed.ok()) {
         prometheus_.ObservePull(Seconds(SteadyClock::now() - pulls_started_),
                                 model_bytes_);
       }
     };
     hooks.grads_ready = [&](int layer) {
       if (!failed.ok()) return;  // the step is lost already
-      if (layer == 2) push_start = SteadyClock::now();
+      if (layer == kNumLayers - 1) push_start = SteadyClock::now();
       auto h = ps_->SendGrads(LayerBuffers(grad_buffers_, layer), deadline);
       if (!h.ok()) {
         failed = h.status().WithContext("pushing the gradients");
@@ -376,7 +379,7 @@ class FashionMnistTrainer {
     prometheus_.ObservePush(Seconds(SteadyClock::now() - push_start),
                             model_bytes_);
     pulls_started_ = SteadyClock::now();
-    for (int layer = 0; layer < 3; ++layer) {
+    for (int layer = 0; layer < kNumLayers; ++layer) {
       auto h =
           ps_->GetParamsAsync(LayerBuffers(param_buffers_, layer), deadline);
       if (!h.ok()) {
@@ -438,7 +441,7 @@ class FashionMnistTrainer {
   std::vector<trainer::ParamBuffer> param_buffers_, grad_buffers_;
   // The next step's pulls, one per layer (null: none in flight), started
   // at pulls_started_.
-  std::array<std::shared_ptr<trainer::PullHandle>, 3> pulls_;
+  std::array<std::shared_ptr<trainer::PullHandle>, kNumLayers> pulls_;
   SteadyClock::time_point pulls_started_;
   Mlp<float> mlp_;
   Mlp<float>::Matrix x_;
