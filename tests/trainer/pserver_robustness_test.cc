@@ -28,7 +28,10 @@ using testing::RawTrainer;
 namespace ps = rpc::pserver;
 
 constexpr uint64_t kBlock = 1024;
-constexpr size_t kMany = 3 * (kBlock + 5);
+// "many" is 3 rows of kRow elements. A row is longer than kBlock, so each
+// block is one row (pserver/layout.h).
+constexpr size_t kRow = kBlock + 5;
+constexpr size_t kMany = 3 * kRow;
 constexpr int64_t kMs = 30000;
 
 PServerClientOptions Options(const PServerCluster& c) {
@@ -47,7 +50,7 @@ std::unique_ptr<PServerClient> InitZeros(const PServerCluster& c) {
   EXPECT_TRUE((*cl)->BeginInitParams(true).value());
   std::vector<float> zeros(kMany, 0.0f);
   EXPECT_TRUE((*cl)
-                  ->InitParam({"many", DType::kFloat32, {3, kBlock + 5}},
+                  ->InitParam({"many", DType::kFloat32, {3, kRow}},
                               zeros.data(), zeros.size() * 4)
                   .ok());
   EXPECT_TRUE((*cl)->FinishInitParams().ok());
@@ -106,10 +109,11 @@ TEST(PServerRobustness, TrainerKilledMidPushLeavesOthersServedAndBlocksWhole) {
     v = std::move(again);
   }
   ASSERT_TRUE(settled) << "the victim's blocks were still being applied";
-  // Every block was applied whole or not at all: within a block all values
-  // are the same whole number.
+  // Every block was applied whole or not at all: within a block (a row) all
+  // values are the same whole number. Blocks may differ by one push: the
+  // kill can land between the applies of one push's blocks.
   for (size_t i = 0; i < kMany; i++) {
-    size_t block_start = (i / kBlock) * kBlock;
+    size_t block_start = (i / kRow) * kRow;
     ASSERT_EQ(v[i], v[block_start])
         << "element " << i << " differs inside its block";
     ASSERT_EQ(v[i], std::floor(v[i]));
@@ -206,13 +210,13 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
 
 // Rows pushes and reads whose slot header lies (pserver/rows_slot.h): each is
 // refused with an error credit and counted, nothing of it is applied, and
-// the pserver goes on serving. "many" is [3, kBlock + 5]: one row a block.
+// the pserver goes on serving. "many" is [3, kRow]: one row a block.
 TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   PServerCluster cluster("tcp;ofi_rxm", 1);
   ASSERT_TRUE(cluster.StartAll().ok());
   auto good = InitZeros(cluster);
   RawTrainer raw;
-  ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, 2 * (kBlock + 5) * 4 + 64));
+  ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, 2 * kRow * 4 + 64));
   const uint32_t me = static_cast<uint32_t>(raw.reg.trainer_index);
   using pserver::wire::PushKind;
   struct Forged {
@@ -234,12 +238,12 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
       {"read of a row outside the block", PushKind::kRowsRead, kReadKind, 0, 1,
        7},
   };
-  const size_t row_bytes = (kBlock + 5) * 4;
+  const size_t row_bytes = kRow * 4;
   for (const Forged& f : forged) {
     pserver::wire::RowsHeader h{f.kind, f.block, f.count};
     std::memcpy(raw.buf.data(), &h, sizeof(h));
     std::memcpy(raw.buf.data() + 16, &f.row, 8);
-    std::vector<float> ones(kBlock + 5, 1.0f);
+    std::vector<float> ones(kRow, 1.0f);
     std::memcpy(raw.buf.data() + 24, ones.data(), row_bytes);
     ASSERT_NO_FATAL_FAILURE(raw.Write(
         pserver::wire::EncodePush({me, 0, 0, f.word}), 24 + row_bytes));
@@ -263,7 +267,7 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   ASSERT_TRUE(e.ok());
   EXPECT_EQ(pserver::wire::DecodeCredit(e->data).code, Status::Code::kOk);
   std::vector<float> want(kMany, 0.0f);
-  for (size_t i = 0; i < kBlock + 5; i++) want[i] = -1.0f;
+  for (size_t i = 0; i < kRow; i++) want[i] = -1.0f;
   EXPECT_EQ(Pull(good.get()), want);
   CheckServesExactly(good.get());
 }
