@@ -104,6 +104,8 @@ CompletionInfo Completion::info() const {
 
 Status Completion::Wait(Deadline deadline) {
   if (!s_) return Status::OK();
+  // Done: the endpoint (the driver) may be gone already.
+  if (done()) return *Poll();
   internal::ProgressDriver* d = s_->driver.load(std::memory_order_acquire);
   if (d != nullptr && d->busy_poll()) {
     Status s = DriveUntilDone(*s_, deadline);

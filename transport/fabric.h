@@ -193,7 +193,11 @@ class Endpoint {
   // lock in shared memory held by a peer that was killed; libfabric 1.17's
   // shm uses non-robust locks there), the endpoint is abandoned instead (an
   // error is logged; its resources leak; its handler is never called again)
-  // so that the caller can go on with a fresh endpoint.
+  // so that the caller can go on with a fresh endpoint. Over ofi_rxm on tcp
+  // (where libfabric 1.17 crashes closing a connection with a read partway
+  // in) reads in flight are waited for, up to a second; a read still in
+  // flight then leaves the provider's endpoint open (a warning is logged;
+  // nothing drives it, so it touches no buffer of the caller's).
   virtual ~Endpoint() = default;
 
   // This endpoint's address as opaque bytes, to hand to peers through the

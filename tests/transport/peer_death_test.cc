@@ -4,8 +4,10 @@
 // the progress thread asleep.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
+#include <atomic>
 #include <chrono>
 #include <sstream>
 #include <thread>
@@ -30,15 +32,22 @@ struct PeerInfo {
 };
 
 // Starts tests/transport/fabric_peer and reads what it published.
+// `extra`: more flags (--write-to).
 Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir,
-                           const std::string& tag, Subprocess* proc) {
+                           const std::string& tag, Subprocess* proc,
+                           const std::vector<std::string>& extra = {}) {
   std::string out = dir.File(tag + ".addr");
-  FABPS_ASSIGN_OR_RETURN(
-      *proc, Subprocess::Start(
-                 {fabps::testing::BuiltBinary("tests/transport/fabric_peer"),
-                  "--provider", provider, "--out", out, "--size",
-                  std::to_string(size_t{64} << 20)},
-                 dir.File(tag + ".log")));
+  std::vector<std::string> argv = {
+      fabps::testing::BuiltBinary("tests/transport/fabric_peer"),
+      "--provider",
+      provider,
+      "--out",
+      out,
+      "--size",
+      std::to_string(size_t{64} << 20)};
+  argv.insert(argv.end(), extra.begin(), extra.end());
+  FABPS_ASSIGN_OR_RETURN(*proc,
+                         Subprocess::Start(argv, dir.File(tag + ".log")));
   auto deadline = Deadline::InMs(20000);
   std::string text;
   while ((text = fabps::testing::ReadFileOrEmpty(out)).empty()) {
@@ -205,6 +214,191 @@ TEST_P(PeerDeathTest, SmallTransferInFlightLeavesProgressThreadAsleep) {
                              << " CPU s in " << wall << " s of waiting";
   ASSERT_TRUE(peer.Signal(SIGCONT).ok());
   EXPECT_TRUE(r->Wait(Deadline::InMs(20000)).ok());
+  peer.Kill();
+}
+
+// A peer that dies while it writes into this endpoint (64 MiB writes with
+// immediate data, back to back, so the kill most likely lands partway into
+// one) leaves the endpoint serving: it still writes to another peer, and a
+// new writer's data arrive. Over rxm on tcp, a write whose immediate data
+// rode with its bytes crashed the target here (see OfiEndpoint::Open).
+TEST_P(PeerDeathTest, WriterKilledMidWriteLeavesTargetServing) {
+  const std::string provider = GetParam();
+  FABPS_OPEN_OR_SKIP(fabric, provider);
+  TempDir dir;
+  auto ep = fabric->CreateEndpoint(ProgressMode::kThread);
+  ASSERT_TRUE(ep.ok());
+  std::atomic<uint64_t> arrived{0};
+  (*ep)->SetImmediateHandler([&](const ImmediateEvent&) { arrived++; });
+  const size_t kLen = size_t{64} << 20;
+  std::vector<char> buf(kLen, 0);
+  auto mr = fabric->Register(buf.data(), buf.size());
+  ASSERT_TRUE(mr.ok());
+  const std::vector<std::string> write_here = {
+      "--write-to", HexEncode((*ep)->address()) + " " +
+                        HexEncode((*mr)->remote().Serialize())};
+  Subprocess survivor;
+  auto survivor_info = StartPeer(provider, dir, "survivor", &survivor);
+  ASSERT_TRUE(survivor_info.ok()) << survivor_info.status().ToString();
+  auto survivor_id = (*ep)->AddPeer(survivor_info->address);
+  ASSERT_TRUE(survivor_id.ok());
+
+  // Kills writers mid-stream, then lets a last one write and end.
+  for (int round = 0; round < 3; round++) {
+    const bool last = round == 2;
+    Subprocess writer;
+    const std::string tag = "writer" + std::to_string(round);
+    auto info = StartPeer(provider, dir, tag, &writer, write_here);
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    const uint64_t before = arrived.load();
+    ASSERT_TRUE(fabps::testing::WaitUntil(
+        [&] { return arrived.load() >= before + 2 || !writer.running(); },
+        Deadline::InMs(60000)))
+        << tag << " wrote nothing within 60 s";
+    ASSERT_TRUE(writer.running())
+        << tag << " ended:\n"
+        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+    if (last) {
+      auto rc = writer.Stop();
+      ASSERT_TRUE(rc.ok());
+      EXPECT_TRUE(WIFEXITED(*rc) && WEXITSTATUS(*rc) == 0)
+          << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+    } else {
+      writer.Kill();
+    }
+  }
+  auto w = (*ep)->Write(*survivor_id, **mr, 0, 1 << 20, survivor_info->region,
+                        0, uint64_t{7}, Deadline::InMs(20000));
+  ASSERT_TRUE(w.ok()) << w.status().ToString();
+  EXPECT_TRUE(w->Wait(Deadline::InMs(20000)).ok());
+  survivor.Stop();
+}
+
+// An endpoint closed while a peer writes into it (64 MiB writes with
+// immediate data, back to back, so the close most likely lands partway into
+// one) closes cleanly. Over rxm on tcp, a
+// write whose immediate data rode with its bytes crashed the closing target
+// in fi_close (see OfiEndpoint::Open).
+TEST_P(PeerDeathTest, EndpointClosedMidIncomingWriteClosesCleanly) {
+  const std::string provider = GetParam();
+  FABPS_OPEN_OR_SKIP(fabric, provider);
+  TempDir dir;
+  const size_t kLen = size_t{64} << 20;
+  std::vector<char> buf(kLen, 0);
+  auto mr = fabric->Register(buf.data(), buf.size());
+  ASSERT_TRUE(mr.ok());
+  for (int round = 0; round < 4; round++) {
+    auto ep = fabric->CreateEndpoint(ProgressMode::kThread);
+    ASSERT_TRUE(ep.ok());
+    std::atomic<uint64_t> arrived{0};
+    (*ep)->SetImmediateHandler([&](const ImmediateEvent&) { arrived++; });
+    Subprocess writer;
+    const std::string tag = "writer" + std::to_string(round);
+    auto info =
+        StartPeer(provider, dir, tag, &writer,
+                  {"--write-to", HexEncode((*ep)->address()) + " " +
+                                     HexEncode((*mr)->remote().Serialize())});
+    ASSERT_TRUE(info.ok()) << info.status().ToString();
+    ASSERT_TRUE(fabps::testing::WaitUntil(
+        [&] { return arrived.load() >= 2 || !writer.running(); },
+        Deadline::InMs(60000)))
+        << tag << " wrote nothing within 60 s";
+    ASSERT_TRUE(writer.running())
+        << tag << " ended:\n"
+        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+    ep->reset();  // mid-write
+    // The writer fails or writes on into nothing: either way it must not
+    // have crashed.
+    auto rc = writer.Stop(1000);
+    ASSERT_TRUE(rc.ok()) << rc.status().ToString();
+    EXPECT_FALSE(WIFSIGNALED(*rc) && WTERMSIG(*rc) != SIGTERM &&
+                 WTERMSIG(*rc) != SIGKILL)
+        << tag << " died of signal " << WTERMSIG(*rc) << ":\n"
+        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+  }
+}
+
+// An endpoint closed while its own reads are in flight (four of 16 MiB
+// posted at once; the close comes once the first is done, so the second is
+// most likely partway in) closes cleanly, and a new endpoint reads from the
+// same peer.
+TEST_P(PeerDeathTest, EndpointClosedMidReadClosesCleanly) {
+  const std::string provider = GetParam();
+  FABPS_OPEN_OR_SKIP(fabric, provider);
+  TempDir dir;
+  Subprocess peer;
+  auto info = StartPeer(provider, dir, "source", &peer);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  const size_t kPart = size_t{16} << 20;
+  std::vector<char> buf(4 * kPart, 0);
+  auto mr = fabric->Register(buf.data(), buf.size());
+  ASSERT_TRUE(mr.ok());
+  for (int round = 0; round < 5; round++) {
+    auto ep = fabric->CreateEndpoint(ProgressMode::kThread);
+    ASSERT_TRUE(ep.ok());
+    auto id = (*ep)->AddPeer(info->address);
+    ASSERT_TRUE(id.ok());
+    std::vector<Completion> reads;
+    for (int i = 0; i < 4; i++) {
+      auto r = (*ep)->Read(*id, **mr, i * kPart, kPart, info->region, i * kPart,
+                           Deadline::InMs(20000));
+      ASSERT_TRUE(r.ok()) << r.status().ToString();
+      reads.push_back(std::move(*r));
+    }
+    ASSERT_TRUE(reads[0].Wait(Deadline::InMs(20000)).ok());
+    const bool last = round == 4;
+    if (last) {
+      for (auto& r : reads) EXPECT_TRUE(r.Wait(Deadline::InMs(20000)).ok());
+    }
+    ep->reset();
+  }
+  EXPECT_TRUE(peer.running());
+  peer.Stop();
+}
+
+// A peer that freezes partway into its answers to reads (four of 16 MiB
+// posted at once; SIGSTOP once the first is done) can be removed and its
+// endpoint closed: both end within a few seconds and the process lives on.
+// Over rxm on tcp the reads cannot be waited out, so the provider's
+// endpoint is left open (see OfiEndpoint::Open).
+TEST_P(PeerDeathTest, PeerFrozenMidReadIsRemovedAndClosed) {
+  const std::string provider = GetParam();
+  FABPS_OPEN_OR_SKIP(fabric, provider);
+  TempDir dir;
+  Subprocess peer;
+  auto info = StartPeer(provider, dir, "freezer", &peer);
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  const size_t kPart = size_t{16} << 20;
+  std::vector<char> buf(4 * kPart, 0);
+  auto mr = fabric->Register(buf.data(), buf.size());
+  ASSERT_TRUE(mr.ok());
+  auto ep = fabric->CreateEndpoint(ProgressMode::kThread);
+  ASSERT_TRUE(ep.ok());
+  auto id = (*ep)->AddPeer(info->address);
+  ASSERT_TRUE(id.ok());
+  std::vector<Completion> reads;
+  for (int i = 0; i < 4; i++) {
+    auto r = (*ep)->Read(*id, **mr, i * kPart, kPart, info->region, i * kPart,
+                         Deadline::InMs(20000));
+    ASSERT_TRUE(r.ok()) << r.status().ToString();
+    reads.push_back(std::move(*r));
+  }
+  ASSERT_TRUE(reads[0].Wait(Deadline::InMs(20000)).ok());
+  ASSERT_TRUE(peer.Signal(SIGSTOP).ok());
+  auto start = std::chrono::steady_clock::now();
+  EXPECT_TRUE((*ep)->RemovePeer(*id).ok());
+  ep->reset();
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_LT(s, 10.0) << "removing the peer and closing took " << s << " s";
+  // Every read has ended (done or cancelled), and can be waited on with its
+  // endpoint gone.
+  for (auto& r : reads) {
+    EXPECT_TRUE(r.done());
+    (void)r.Wait(Deadline::InMs(0));
+  }
+  peer.Signal(SIGCONT);
   peer.Kill();
 }
 

@@ -39,7 +39,8 @@ struct OfiEndpoint::Op : internal::OpState {
   // limit) keeps its context inline: no allocation besides the Op.
   PartContext one{};
   std::unique_ptr<PartContext[]> more;
-  bool hot = false;  // keeps the progress thread polling while in flight
+  bool hot = false;   // keeps the progress thread polling while in flight
+  bool read = false;  // an RMA read
   // Guarded by the endpoint's ops_mu_: set while the operation is in the
   // endpoint's in-flight list, where it keeps the Op alive.
   std::shared_ptr<Op> self;
@@ -70,6 +71,9 @@ constexpr auto kHotPolling = std::chrono::milliseconds(20);
 // object stays quiet, so progress that the provider's fd does not announce
 // (or a provider whose wait object is a poor signal) is still driven.
 constexpr int kBlockMs = 2;
+// How long Shutdown waits for reads in flight before the endpoint closes
+// over rxm on tcp (see Open).
+constexpr int kDrainMs = 1000;
 
 // kDefaultHotBytes, or FABPS_PROGRESS_HOT_BYTES when it holds a byte count
 // (0: every operation is hot, the polling of old; a large value: none is).
@@ -191,6 +195,21 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   // under load, 512 outstanding reads did not complete within 20 s with a
   // blocking CQ (not understood yet; the provider has its own thread).
   const std::string provider = fabric_->provider();
+  // Over rxm on tcp (libfabric 1.17), closing the endpoint while a
+  // transfer is partway in reports a CQ error entry without a context,
+  // which rxm dereferences: SIGSEGV in fi_close (about 1 in 6 runs of
+  // netns.job_tcp, a trainer closing while its pulls were in flight). Two
+  // transfers do it: a read whose response is partway in (tcp reports it
+  // twice, the second time freed), and a write with immediate data partway
+  // into this endpoint. A write without immediate data fails silently
+  // there and a zero-byte one has nothing partway in, so the immediate data
+  // go alone after the bytes; reads are waited for (Shutdown), and an
+  // endpoint whose reads do not end is left open (~OfiEndpoint). A peer
+  // built elsewhere can still send a write whose immediate data ride with
+  // its bytes. (fi_av_remove closes no connection: FI_AV_REMOVE_CLEANUP is
+  // off by default.)
+  rxm_over_tcp_ = provider.rfind("tcp", 0) == 0 &&
+                  provider.find("ofi_rxm") != std::string::npos;
   ret = -FI_ENOSYS;
   if (mode_ == ProgressMode::kThread && provider != "shm" &&
       provider != "sockets") {
@@ -241,6 +260,9 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
 }
 
 bool OfiEndpoint::Shutdown(std::chrono::milliseconds wait) {
+  // Reads in flight end before the endpoint closes (see Open).
+  if (rxm_over_tcp_ && !stop_)
+    DrainReads(std::min(wait, std::chrono::milliseconds(kDrainMs)));
   stop_ = true;
   if (!progress_thread_.joinable()) return true;
   if (can_block_) fi_cq_signal(cq_);  // wake it from fi_cq_sread
@@ -271,9 +293,17 @@ OfiEndpoint::~OfiEndpoint() {
   // itself if it ever came back (then it is detached already).
   if (progress_thread_.joinable()) progress_thread_.detach();
   // Close the endpoint first: after this the provider touches no context.
-  if (ep_) fi_close(&ep_->fid);
-  if (cq_) fi_close(&cq_->fid);
-  if (av_) fi_close(&av_->fid);
+  // Over rxm on tcp, not with a read still in flight (see Open): then the
+  // provider's endpoint is left open, and as nothing drives its progress
+  // any more, it touches no context and no buffer either.
+  if (rxm_over_tcp_ && ReadsInFlight()) {
+    FABPS_LOG(WARNING) << "endpoint " << this << ": a read is still in flight "
+                       << "at close; the provider's endpoint is left open";
+  } else {
+    if (ep_) fi_close(&ep_->fid);
+    if (cq_) fi_close(&cq_->fid);
+    if (av_) fi_close(&av_->fid);
+  }
   std::lock_guard<std::mutex> l(ops_mu_);
   while (inflight_ != nullptr) {
     Op* op = inflight_;
@@ -315,6 +345,8 @@ Status OfiEndpoint::RemovePeer(PeerId peer) {
       break;
     }
   }
+  // Over rxm this leaves the connection open (FI_AV_REMOVE_CLEANUP unset),
+  // so a read partway in from a frozen peer is no danger here (see Open).
   int ret = fi_av_remove(av_, &fa, 1, 0);
   if (ret != 0) return FiError("fi_av_remove", ret);
   return Status::OK();
@@ -328,9 +360,11 @@ Result<OfiEndpoint::Peer> OfiEndpoint::FindPeer(PeerId peer) {
   return it->second;
 }
 
-std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
+std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes,
+                                                    bool read) {
   auto op = std::make_shared<Op>(parts);
   op->hot = bytes >= hot_bytes_;
+  op->read = read;
   op->driver.store(this);
   for (int i = 0; i < parts; i++) {
     op->ctx(i).ep = this;
@@ -349,6 +383,27 @@ std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::NewOp(int parts, size_t bytes) {
   // Ordered with BlockOnCq's check of hot_inflight_ through ops_mu_.
   if (op->hot && blocked_.load()) fi_cq_signal(cq_);
   return op;
+}
+
+bool OfiEndpoint::ReadsInFlight() {
+  std::lock_guard<std::mutex> l(ops_mu_);
+  for (Op* op = inflight_; op != nullptr; op = op->next) {
+    if (op->read) return true;
+  }
+  return false;
+}
+
+bool OfiEndpoint::DrainReads(std::chrono::milliseconds bound) {
+  auto deadline = Deadline::InMs(bound.count());
+  while (ReadsInFlight()) {
+    if (deadline.Expired()) return false;
+    // Completes reads whether or not a progress thread runs (one reader at
+    // a time: with the thread reading, this finds nothing and waits).
+    auto r = Progress();
+    if (!r.ok() || r.value() == 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(100));
+  }
+  return true;
 }
 
 std::shared_ptr<OfiEndpoint::Op> OfiEndpoint::Unlink(Op* op) {
@@ -528,13 +583,17 @@ Result<Completion> OfiEndpoint::Rma(Kind kind, PeerId peer,
     return Completion();
   }
   const size_t limit = transfer_limit_ == 0 ? len : transfer_limit_;
-  const int parts = len == 0 ? 1 : static_cast<int>(1 + (len - 1) / limit);
-  auto op = NewOp(parts, len);
+  const int data_parts = len == 0 ? 1 : static_cast<int>(1 + (len - 1) / limit);
+  // The immediate data's own zero-byte write, when they go alone.
+  const bool alone =
+      kind == Kind::kWrite && immediate && len > 0 && rxm_over_tcp_;
+  const int parts = data_parts + (alone ? 1 : 0);
+  auto op = NewOp(parts, len, kind == Kind::kRead);
   char* base = static_cast<char*>(region.data()) + offset;
   void* desc = LocalDescriptor(region);
   for (int i = 0; i < parts; i++) {
-    size_t off = static_cast<size_t>(i) * limit;
-    size_t n = std::min(limit, len - off);
+    size_t off = std::min(len, static_cast<size_t>(i) * limit);
+    size_t n = i < data_parts ? std::min(limit, len - off) : 0;
     bool last = i == parts - 1;
     const uint64_t* imm = (last && immediate) ? &*immediate : nullptr;
     if (last && imm != nullptr && parts > 1 && !ordered_writes_) {

@@ -91,7 +91,12 @@ class OfiEndpoint final : public Endpoint,
                          std::optional<uint64_t> immediate, Deadline deadline);
   // A new operation of `parts` provider operations moving `bytes`, in
   // flight until Finish.
-  std::shared_ptr<Op> NewOp(int parts, size_t bytes);
+  std::shared_ptr<Op> NewOp(int parts, size_t bytes, bool read = false);
+  // Whether a read is in flight.
+  bool ReadsInFlight();
+  // Drives progress until no read is in flight or `bound` has passed;
+  // returns whether none is.
+  bool DrainReads(std::chrono::milliseconds bound);
   void Finish(Op* op);
   // Takes `op` out of the in-flight list and returns the reference the list
   // held (the caller decides when it is released). Requires ops_mu_.
@@ -128,6 +133,11 @@ class OfiEndpoint final : public Endpoint,
   // over ofi_rxm, see Open).
   size_t inject_size_ = 0;
   bool ordered_writes_ = false;
+  // rxm over tcp (libfabric 1.17), whose connections must not close with a
+  // transfer partway in (see Open): a write's immediate data travel alone,
+  // in a zero-byte write after its bytes, and reads in flight are waited
+  // for before the endpoint closes.
+  bool rxm_over_tcp_ = false;
   // The copy-free path to peers' SharedMemory (OfiFabric::shm_direct); null
   // when off.
   std::unique_ptr<LocalShares> shares_;
