@@ -69,6 +69,26 @@ Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir,
 
 class PeerDeathTest : public ::testing::TestWithParam<std::string> {};
 
+// Starts a fabric_peer (`tag`) that writes 64 MiB with immediate data into
+// `mr` of `ep` again and again, and waits until two more writes than
+// `arrived` counted before have arrived.
+void StartWriter(const std::string& provider, const TempDir& dir,
+                 const std::string& tag, Endpoint* ep, const MemoryRegion& mr,
+                 const std::atomic<uint64_t>& arrived, Subprocess* writer) {
+  const uint64_t before = arrived.load();
+  auto info = StartPeer(provider, dir, tag, writer,
+                        {"--write-to", HexEncode(ep->address()) + " " +
+                                           HexEncode(mr.remote().Serialize())});
+  ASSERT_TRUE(info.ok()) << info.status().ToString();
+  ASSERT_TRUE(fabps::testing::WaitUntil(
+      [&] { return arrived.load() >= before + 2 || !writer->running(); },
+      Deadline::InMs(60000)))
+      << tag << " wrote nothing within 60 s";
+  ASSERT_TRUE(writer->running())
+      << tag << " ended:\n"
+      << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+}
+
 // Writes 64 MiB blocks to the peer, kills it (SIGKILL or SIGSTOP) once the
 // first block has landed, and checks that later operations end with an error
 // within their deadline.
@@ -220,8 +240,7 @@ TEST_P(PeerDeathTest, SmallTransferInFlightLeavesProgressThreadAsleep) {
 // A peer that dies while it writes into this endpoint (64 MiB writes with
 // immediate data, back to back, so the kill most likely lands partway into
 // one) leaves the endpoint serving: it still writes to another peer, and a
-// new writer's data arrive. Over rxm on tcp, a write whose immediate data
-// rode with its bytes crashed the target here (see OfiEndpoint::Open).
+// new writer's data arrive.
 TEST_P(PeerDeathTest, WriterKilledMidWriteLeavesTargetServing) {
   const std::string provider = GetParam();
   FABPS_OPEN_OR_SKIP(fabric, provider);
@@ -234,9 +253,6 @@ TEST_P(PeerDeathTest, WriterKilledMidWriteLeavesTargetServing) {
   std::vector<char> buf(kLen, 0);
   auto mr = fabric->Register(buf.data(), buf.size());
   ASSERT_TRUE(mr.ok());
-  const std::vector<std::string> write_here = {
-      "--write-to", HexEncode((*ep)->address()) + " " +
-                        HexEncode((*mr)->remote().Serialize())};
   Subprocess survivor;
   auto survivor_info = StartPeer(provider, dir, "survivor", &survivor);
   ASSERT_TRUE(survivor_info.ok()) << survivor_info.status().ToString();
@@ -245,27 +261,18 @@ TEST_P(PeerDeathTest, WriterKilledMidWriteLeavesTargetServing) {
 
   // Kills writers mid-stream, then lets a last one write and end.
   for (int round = 0; round < 3; round++) {
-    const bool last = round == 2;
     Subprocess writer;
     const std::string tag = "writer" + std::to_string(round);
-    auto info = StartPeer(provider, dir, tag, &writer, write_here);
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
-    const uint64_t before = arrived.load();
-    ASSERT_TRUE(fabps::testing::WaitUntil(
-        [&] { return arrived.load() >= before + 2 || !writer.running(); },
-        Deadline::InMs(60000)))
-        << tag << " wrote nothing within 60 s";
-    ASSERT_TRUE(writer.running())
-        << tag << " ended:\n"
-        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
-    if (last) {
-      auto rc = writer.Stop();
-      ASSERT_TRUE(rc.ok());
-      EXPECT_TRUE(WIFEXITED(*rc) && WEXITSTATUS(*rc) == 0)
-          << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
-    } else {
+    ASSERT_NO_FATAL_FAILURE(
+        StartWriter(provider, dir, tag, ep->get(), **mr, arrived, &writer));
+    if (round < 2) {
       writer.Kill();
+      continue;
     }
+    auto rc = writer.Stop();
+    ASSERT_TRUE(rc.ok());
+    EXPECT_TRUE(WIFEXITED(*rc) && WEXITSTATUS(*rc) == 0)
+        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
   }
   auto w = (*ep)->Write(*survivor_id, **mr, 0, 1 << 20, survivor_info->region,
                         0, uint64_t{7}, Deadline::InMs(20000));
@@ -276,9 +283,9 @@ TEST_P(PeerDeathTest, WriterKilledMidWriteLeavesTargetServing) {
 
 // An endpoint closed while a peer writes into it (64 MiB writes with
 // immediate data, back to back, so the close most likely lands partway into
-// one) closes cleanly. Over rxm on tcp, a
-// write whose immediate data rode with its bytes crashed the closing target
-// in fi_close (see OfiEndpoint::Open).
+// one) closes cleanly. Over rxm on tcp, a write whose immediate data rode
+// with its bytes crashed the closing target in fi_close (see
+// OfiEndpoint::Open).
 TEST_P(PeerDeathTest, EndpointClosedMidIncomingWriteClosesCleanly) {
   const std::string provider = GetParam();
   FABPS_OPEN_OR_SKIP(fabric, provider);
@@ -294,18 +301,8 @@ TEST_P(PeerDeathTest, EndpointClosedMidIncomingWriteClosesCleanly) {
     (*ep)->SetImmediateHandler([&](const ImmediateEvent&) { arrived++; });
     Subprocess writer;
     const std::string tag = "writer" + std::to_string(round);
-    auto info =
-        StartPeer(provider, dir, tag, &writer,
-                  {"--write-to", HexEncode((*ep)->address()) + " " +
-                                     HexEncode((*mr)->remote().Serialize())});
-    ASSERT_TRUE(info.ok()) << info.status().ToString();
-    ASSERT_TRUE(fabps::testing::WaitUntil(
-        [&] { return arrived.load() >= 2 || !writer.running(); },
-        Deadline::InMs(60000)))
-        << tag << " wrote nothing within 60 s";
-    ASSERT_TRUE(writer.running())
-        << tag << " ended:\n"
-        << fabps::testing::ReadFileOrEmpty(dir.File(tag + ".log"));
+    ASSERT_NO_FATAL_FAILURE(
+        StartWriter(provider, dir, tag, ep->get(), **mr, arrived, &writer));
     ep->reset();  // mid-write
     // The writer fails or writes on into nothing: either way it must not
     // have crashed.
