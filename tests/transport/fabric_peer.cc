@@ -13,12 +13,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
-#include <sstream>
 #include <string>
 #include <thread>
 #include <vector>
 
-#include "base/hex.h"
+#include "tests/transport/peer_line.h"
 #include "transport/fabric.h"
 
 namespace {
@@ -32,18 +31,12 @@ void OnSignal(int) { g_stop = true; }
 Status WriteUntilStopped(fabps::transport::Endpoint* ep,
                          const fabps::transport::MemoryRegion& mr,
                          const std::string& spec) {
-  std::istringstream in(spec);
-  std::string addr_hex, region_hex;
-  in >> addr_hex >> region_hex;
-  FABPS_ASSIGN_OR_RETURN(std::string addr, fabps::HexDecode(addr_hex));
-  FABPS_ASSIGN_OR_RETURN(std::string region, fabps::HexDecode(region_hex));
-  FABPS_ASSIGN_OR_RETURN(auto remote,
-                         fabps::transport::RemoteRegion::Parse(region));
-  FABPS_ASSIGN_OR_RETURN(auto peer, ep->AddPeer(addr));
-  const size_t len = std::min<size_t>(mr.size(), remote.length);
+  FABPS_ASSIGN_OR_RETURN(auto target, fabps::transport::ParsePeerLine(spec));
+  FABPS_ASSIGN_OR_RETURN(auto peer, ep->AddPeer(target.address));
+  const size_t len = std::min<size_t>(mr.size(), target.region.length);
   for (uint64_t n = 1; !g_stop; n++) {
-    FABPS_ASSIGN_OR_RETURN(auto c, ep->Write(peer, mr, 0, len, remote, 0, n,
-                                             Deadline::InMs(20000)));
+    FABPS_ASSIGN_OR_RETURN(auto c, ep->Write(peer, mr, 0, len, target.region, 0,
+                                             n, Deadline::InMs(20000)));
     FABPS_RETURN_IF_ERROR(c.Wait(Deadline::InMs(20000)));
   }
   return Status::OK();
@@ -98,8 +91,8 @@ int main(int argc, char** argv) {
       [&](const fabps::transport::ImmediateEvent&) { imms++; });
   {
     std::ofstream f(out + ".tmp");
-    f << fabps::HexEncode((*ep)->address()) << " "
-      << fabps::HexEncode((*mr)->remote().Serialize()) << "\n";
+    f << fabps::transport::EncodePeerLine((*ep)->address(), (*mr)->remote())
+      << "\n";
   }
   if (std::rename((out + ".tmp").c_str(), out.c_str()) != 0) return 1;
   if (!write_to.empty()) {

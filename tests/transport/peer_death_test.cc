@@ -9,11 +9,10 @@
 
 #include <atomic>
 #include <chrono>
-#include <sstream>
 #include <thread>
 #include <vector>
 
-#include "base/hex.h"
+#include "tests/transport/peer_line.h"
 #include "tests/transport/provider_params.h"
 #include "tests/util/proc_scan.h"
 #include "tests/util/subprocess.h"
@@ -26,14 +25,9 @@ namespace {
 using fabps::testing::Subprocess;
 using fabps::testing::TempDir;
 
-struct PeerInfo {
-  std::string address;
-  RemoteRegion region;
-};
-
 // Starts tests/transport/fabric_peer and reads what it published.
 // `extra`: more flags (--write-to).
-Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir,
+Result<PeerLine> StartPeer(const std::string& provider, const TempDir& dir,
                            const std::string& tag, Subprocess* proc,
                            const std::vector<std::string>& extra = {}) {
   std::string out = dir.File(tag + ".addr");
@@ -58,13 +52,7 @@ Result<PeerInfo> StartPeer(const std::string& provider, const TempDir& dir,
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(10));
   }
-  std::istringstream in(text);
-  std::string addr_hex, region_hex;
-  in >> addr_hex >> region_hex;
-  FABPS_ASSIGN_OR_RETURN(std::string addr, HexDecode(addr_hex));
-  FABPS_ASSIGN_OR_RETURN(std::string region, HexDecode(region_hex));
-  FABPS_ASSIGN_OR_RETURN(RemoteRegion rr, RemoteRegion::Parse(region));
-  return PeerInfo{addr, rr};
+  return ParsePeerLine(text);
 }
 
 class PeerDeathTest : public ::testing::TestWithParam<std::string> {};
@@ -76,9 +64,9 @@ void StartWriter(const std::string& provider, const TempDir& dir,
                  const std::string& tag, Endpoint* ep, const MemoryRegion& mr,
                  const std::atomic<uint64_t>& arrived, Subprocess* writer) {
   const uint64_t before = arrived.load();
-  auto info = StartPeer(provider, dir, tag, writer,
-                        {"--write-to", HexEncode(ep->address()) + " " +
-                                           HexEncode(mr.remote().Serialize())});
+  auto info =
+      StartPeer(provider, dir, tag, writer,
+                {"--write-to", EncodePeerLine(ep->address(), mr.remote())});
   ASSERT_TRUE(info.ok()) << info.status().ToString();
   ASSERT_TRUE(fabps::testing::WaitUntil(
       [&] { return arrived.load() >= before + 2 || !writer->running(); },
