@@ -256,6 +256,14 @@ class Endpoint {
   // Reads the completion queue once and dispatches what it finds. Returns
   // the number of completions handled. Safe from any thread.
   virtual Result<size_t> Progress() = 0;
+
+  // Runs `fn` on this endpoint's progress thread (woken if it sleeps), soon
+  // and in the order given, between two reads of the completion queue: `fn`
+  // may post operations (as the immediate handler may) and must not block.
+  // An endpoint whose owner drives progress (kCaller) runs `fn` right here.
+  // Functions still queued when the endpoint shuts down are destroyed
+  // without being run.
+  virtual void RunOnProgressThread(std::function<void()> fn) = 0;
 };
 
 class Fabric {

@@ -2,13 +2,19 @@
 // works here: messages, RMA, immediate data, many outstanding operations,
 // bounds checks and split transfers.
 #include <gtest/gtest.h>
+#include <pthread.h>
 
 #include <chrono>
 #include <cstring>
 #include <future>
+#include <memory>
+#include <mutex>
 #include <numeric>
 #include <optional>
 #include <random>
+#include <set>
+#include <string>
+#include <thread>
 #include <vector>
 
 #include "tests/transport/provider_params.h"
@@ -395,6 +401,70 @@ TEST_P(EndpointTest, StuckProgressThreadDoesNotHangDestruction) {
   mr->release();
   p.fb.release();
   b2->release();
+}
+
+// Functions handed to RunOnProgressThread run on the endpoint's progress
+// thread (named fabps-progress), in order, even while it sleeps on an idle
+// queue, and may post operations there; the last one here writes a
+// notification that the peer receives.
+TEST_P(EndpointTest, RunOnProgressThreadRunsThereInOrder) {
+  MAKE_PAIR_OR_SKIP(p);
+  std::vector<uint8_t> scratch(64), target(64);
+  auto ms = p.fb->Register(scratch.data(), scratch.size());
+  auto mt = p.fa->Register(target.data(), target.size());
+  ASSERT_TRUE(ms.ok() && mt.ok());
+  // Long enough for b's progress thread to go to sleep (no traffic at all).
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  const int kTasks = 200;
+  std::mutex mu;
+  std::vector<int> order;
+  std::vector<std::string> names;
+  std::set<std::thread::id> threads;
+  std::promise<Status> posted;
+  for (int i = 0; i < kTasks; i++) {
+    p.b->RunOnProgressThread([&, i] {
+      char name[16] = {};
+      pthread_getname_np(pthread_self(), name, sizeof(name));
+      {
+        std::lock_guard<std::mutex> l(mu);
+        order.push_back(i);
+        names.push_back(name);
+        threads.insert(std::this_thread::get_id());
+      }
+      if (i == kTasks - 1) {
+        auto w = p.b->Write(p.b_to_a, **ms, 0, 0, (*mt)->remote(), 0,
+                            uint64_t{0xC0FFEE}, Deadline::InMs(kTimeoutMs));
+        posted.set_value(w.ok() ? Status::OK() : w.status());
+      }
+    });
+  }
+  Status post = posted.get_future().get();
+  ASSERT_TRUE(post.ok()) << post.ToString();
+  auto e = p.a->WaitImmediate(Deadline::InMs(kTimeoutMs));
+  ASSERT_TRUE(e.ok()) << e.status().ToString();
+  EXPECT_EQ(e->data, uint64_t{0xC0FFEE});
+  std::lock_guard<std::mutex> l(mu);
+  std::vector<int> want(kTasks);
+  std::iota(want.begin(), want.end(), 0);
+  EXPECT_EQ(order, want);
+  EXPECT_EQ(threads.size(), 1u);
+  EXPECT_EQ(threads.count(std::this_thread::get_id()), 0u);
+  for (const auto& n : names) ASSERT_EQ(n, "fabps-progress");
+}
+
+// An endpoint driven by its owner (kCaller) runs the function before
+// RunOnProgressThread returns; one destroyed with functions still queued
+// destroys them (what they hold is released).
+TEST_P(EndpointTest, RunOnProgressThreadInlineOrReleasedAtClose) {
+  MAKE_PAIR_OR_SKIP(p, 0, ProgressMode::kCaller);
+  std::thread::id ran_on;
+  p.a->RunOnProgressThread([&] { ran_on = std::this_thread::get_id(); });
+  EXPECT_EQ(ran_on, std::this_thread::get_id());
+  auto held = std::make_shared<int>(7);
+  for (int i = 0; i < 1000; i++)
+    p.b->RunOnProgressThread([held] { EXPECT_EQ(*held, 7); });
+  p.b.reset();
+  EXPECT_EQ(held.use_count(), 1);
 }
 
 TEST_P(EndpointTest, RemovedPeerIsUnknown) {

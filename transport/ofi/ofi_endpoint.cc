@@ -137,6 +137,9 @@ class EndpointHandle final : public Endpoint {
     return ep_->Read(peer, region, offset, len, remote, remote_offset,
                      deadline);
   }
+  void RunOnProgressThread(std::function<void()> fn) override {
+    ep_->RunOnProgressThread(std::move(fn));
+  }
   void SetImmediateHandler(ImmediateHandler handler) override {
     ep_->SetImmediateHandler(std::move(handler));
   }
@@ -794,7 +797,9 @@ Result<size_t> OfiEndpoint::BlockOnCq() {
     idle = hot_inflight_ == 0;
   }
   Result<size_t> r = size_t{0};
-  if (idle && !stop_.load()) {
+  // After blocked_ is set: a task queued before this load is seen here, one
+  // queued after it sees blocked_ and signals (both seq_cst).
+  if (idle && !stop_.load() && !has_tasks_.load()) {
     // Another reader holds the CQ only for one poll: wait it out.
     std::optional<CqReader> cq;
     while (!cq.emplace(cq_busy_).held()) sched_yield();
@@ -816,6 +821,30 @@ Result<size_t> OfiEndpoint::BlockOnCq() {
   return r;
 }
 
+void OfiEndpoint::RunOnProgressThread(std::function<void()> fn) {
+  if (mode_ != ProgressMode::kThread) {
+    fn();
+    return;
+  }
+  {
+    std::lock_guard<std::mutex> l(tasks_mu_);
+    tasks_.push_back(std::move(fn));
+  }
+  has_tasks_.store(true);
+  if (blocked_.load() && can_block_) fi_cq_signal(cq_);
+}
+
+size_t OfiEndpoint::RunTasks() {
+  std::vector<std::function<void()>> batch;
+  {
+    std::lock_guard<std::mutex> l(tasks_mu_);
+    batch.swap(tasks_);
+    has_tasks_.store(false);
+  }
+  for (auto& fn : batch) fn();
+  return batch.size();
+}
+
 void OfiEndpoint::ProgressLoop() {
   // Poll while anything happened recently or a local operation is in flight
   // (a large transfer produces no completion until it ends, and the provider
@@ -825,6 +854,7 @@ void OfiEndpoint::ProgressLoop() {
   // short steps instead.
   auto last_activity = std::chrono::steady_clock::now();
   while (!stop_.load(std::memory_order_relaxed)) {
+    bool ran = has_tasks_.load() && RunTasks() > 0;
     auto r = Progress();
     if (!r.ok()) {
       FABPS_LOG(ERROR) << "progress thread: " << r.status().ToString();
@@ -832,7 +862,7 @@ void OfiEndpoint::ProgressLoop() {
       continue;
     }
     auto now = std::chrono::steady_clock::now();
-    bool busy = r.value() > 0;
+    bool busy = r.value() > 0 || ran;
     if (!busy) {
       std::lock_guard<std::mutex> l(ops_mu_);
       busy = hot_inflight_ > 0;

@@ -13,11 +13,13 @@
 #include <chrono>
 #include <condition_variable>
 #include <deque>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
 #include <thread>
 #include <unordered_map>
+#include <vector>
 
 #include "transport/completion.h"
 #include "transport/fabric.h"
@@ -68,6 +70,7 @@ class OfiEndpoint final : public Endpoint,
   std::optional<ImmediateEvent> PollImmediate() override;
   Result<ImmediateEvent> WaitImmediate(Deadline deadline) override;
   Result<size_t> Progress() override;
+  void RunOnProgressThread(std::function<void()> fn) override;
   bool busy_poll() const override { return mode_ == ProgressMode::kCaller; }
 
  private:
@@ -123,6 +126,7 @@ class OfiEndpoint final : public Endpoint,
   // The idle progress thread: unless an operation is in flight, blocks in
   // fi_cq_sread for at most kBlockMs and dispatches what it read.
   Result<size_t> BlockOnCq();
+  size_t RunTasks();  // runs RunOnProgressThread's queue; returns how many
   void ProgressLoop();
 
   OfiFabric* const fabric_;
@@ -147,6 +151,11 @@ class OfiEndpoint final : public Endpoint,
   // Written before the progress thread starts, then only by it.
   std::atomic<bool> can_block_{false};
   std::atomic<bool> blocked_{false};  // the progress thread is in BlockOnCq
+  // RunOnProgressThread's queue, run by ProgressLoop before each poll;
+  // has_tasks_ is set while it is not empty (BlockOnCq does not sleep then).
+  std::mutex tasks_mu_;
+  std::vector<std::function<void()>> tasks_;
+  std::atomic<bool> has_tasks_{false};
   fid_ep* ep_ = nullptr;
   std::string address_;
 
