@@ -93,13 +93,16 @@ Result<std::unique_ptr<PServerClient>> ConnectAndInit(
 
 class PServerClientTest : public transport::testing::ProviderTest {};
 
-TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
-  PServerCluster cluster(GetParam(), 2);
+// Three trainers push 4 steps each at once; every trainer then sees every
+// update exactly once. `pserver_args` go to each pserver.
+void ThreeTrainersAreExact(const std::string& provider,
+                           std::vector<std::string> pserver_args) {
+  PServerCluster cluster(provider, 2, std::move(pserver_args));
   ASSERT_TRUE(cluster.StartAll().ok());
   const int kTrainers = 3, kSteps = 4;
   std::vector<std::unique_ptr<PServerClient>> clients;
   for (int t = 0; t < kTrainers; t++) {
-    auto c = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+    auto c = PServerClient::Connect(ClientOptions(cluster, provider));
     ASSERT_TRUE(c.ok()) << c.status().ToString();
     clients.push_back(std::move(*c));
   }
@@ -151,6 +154,16 @@ TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
       }
     }
   }
+}
+
+TEST_P(PServerClientTest, SgdFromThreeTrainersIsExact) {
+  ThreeTrainersAreExact(GetParam(), {});
+}
+
+// Every block's apply handed to a worker: the worker hands its credit to
+// the progress thread (DataPlane::SendCredit), which posts it.
+TEST_P(PServerClientTest, SgdFromThreeTrainersIsExactWhenAppliesAreHandedOff) {
+  ThreeTrainersAreExact(GetParam(), {"--inline-apply-kb", "0"});
 }
 
 TEST_P(PServerClientTest, AdamMatchesReference) {
