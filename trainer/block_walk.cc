@@ -49,7 +49,11 @@ Status WalkBlocks(const pserver::Layout& layout,
     for (uint32_t id = layout.FirstBlockOf(param);
          id < layout.num_blocks() && layout.blocks()[id].param == param; id++) {
       const auto& b = layout.blocks()[id];
-      BlockSpan span{id, b.pserver, &region, base + b.first_element * esize,
+      BlockSpan span{id,
+                     b.pserver,
+                     &region,
+                     &checked[i].second,
+                     base + b.first_element * esize,
                      b.num_elements * esize};
       FABPS_RETURN_IF_ERROR(visit(span));
     }

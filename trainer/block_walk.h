@@ -13,6 +13,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <vector>
 
 #include "base/status.h"
@@ -27,6 +28,9 @@ struct BlockSpan {
   uint32_t block = 0;                               // id in the layout
   uint32_t pserver = 0;                             // its owner
   const transport::MemoryRegion* region = nullptr;  // covers the buffer
+  // Holds `region` registered; a visitor that uses it after the walk (a
+  // transfer started later) keeps a copy.
+  const std::shared_ptr<transport::MemoryRegion>* region_owner = nullptr;
   size_t offset = 0;  // of the block's first byte in `region`
   size_t bytes = 0;
 };

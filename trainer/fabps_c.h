@@ -397,6 +397,20 @@ int fabps_get_params(fabps_pserver_client* c, const char* const* names,
                      void* const* bufs, const size_t* bytes, int n,
                      int64_t timeout_ms);
 
+/* fabps_send_grads and fabps_get_params_async in one transfer, pipelined:
+ * for each i, grads[i] is pushed to parameter names[i] and params[i]
+ * (bytes[i] bytes too) receives its values, each block read as soon as its
+ * push is applied, while later blocks are still pushed. fabps_wait on *out
+ * returns when every push is applied and every read is in: params then
+ * hold values that include this push. Checks and waits like
+ * fabps_send_grads; async pservers only (an error in sync mode). Both
+ * buffer sets must stay valid and unchanged until
+ * fabps_wait returns. On error *out is NULL. `out` must not be NULL. */
+int fabps_push_pull(fabps_pserver_client* c, const char* const* names,
+                    void* const* grads, void* const* params,
+                    const size_t* bytes, int n, int64_t timeout_ms,
+                    fabps_transfer** out);
+
 /* The asynchronous fabps_get_params: checks and waits like
  * fabps_send_grads (within timeout_ms), starts the reads and returns with
  * *out set to a pull handle; the buffers are filled when fabps_wait on it

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <cstring>
 #include <exception>
+#include <initializer_list>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -523,11 +524,16 @@ int HandOutTransfer(fabps_pserver_client* c, const char* what,
   return c->Ok();
 }
 
-// fabps_send_grads and fabps_get_params_async: checks, starts the transfer
-// with `start` (SendGrads or GetParamsAsync) and hands out its handle.
+// fabps_send_grads, fabps_get_params_async and fabps_push_pull: checks
+// every array of buffers in `buf_lists` (each against `names` and `bytes`),
+// starts the transfer with `start` (given the checked lists in order) and
+// hands out its handle.
+using BufferLists = std::vector<std::vector<fabps::trainer::ParamBuffer>>;
+
 template <class Start>
 int StartTransfer(fabps_pserver_client* c, const char* what,
-                  const char* const* names, void* const* bufs,
+                  const char* const* names,
+                  std::initializer_list<void* const*> buf_lists,
                   const size_t* bytes, int n, int64_t timeout_ms,
                   fabps_transfer** out, Start&& start) {
   if (out != nullptr) *out = nullptr;
@@ -541,9 +547,12 @@ int StartTransfer(fabps_pserver_client* c, const char* what,
           std::string(what) + ": timeout_ms must be in [0, 86400000]");
     }
     Deadline deadline = Deadline::InMs(timeout_ms);
-    std::vector<fabps::trainer::ParamBuffer> v;
-    int rc = c->CheckBuffers(what, names, bufs, bytes, n, deadline, &v);
-    if (rc != FABPS_OK) return rc;
+    std::vector<std::vector<fabps::trainer::ParamBuffer>> v(buf_lists.size());
+    size_t i = 0;
+    for (void* const* bufs : buf_lists) {
+      int rc = c->CheckBuffers(what, names, bufs, bytes, n, deadline, &v[i++]);
+      if (rc != FABPS_OK) return rc;
+    }
     return HandOutTransfer(c, what, out, [&] { return start(v, deadline); });
   });
 }
@@ -555,10 +564,10 @@ extern "C" {
 int fabps_send_grads(fabps_pserver_client* c, const char* const* names,
                      void* const* grads, const size_t* bytes, int n,
                      int64_t timeout_ms, fabps_push** out) {
-  return StartTransfer(c, "fabps_send_grads", names, grads, bytes, n,
-                       timeout_ms, out,
-                       [&](const std::vector<fabps::trainer::ParamBuffer>& v,
-                           Deadline d) { return c->client->SendGrads(v, d); });
+  return StartTransfer(c, "fabps_send_grads", names, {grads}, bytes, n,
+                       timeout_ms, out, [&](const BufferLists& v, Deadline d) {
+                         return c->client->SendGrads(v[0], d);
+                       });
 }
 
 int fabps_send_grads_step(fabps_pserver_client* c, const char* const* names,
@@ -570,11 +579,11 @@ int fabps_send_grads_step(fabps_pserver_client* c, const char* const* names,
       return c->Fail(FABPS_ERR_ARGUMENT, "fabps_send_grads_step: step < 0");
     });
   }
-  return StartTransfer(
-      c, "fabps_send_grads_step", names, grads, bytes, n, timeout_ms, out,
-      [&](const std::vector<fabps::trainer::ParamBuffer>& v, Deadline d) {
-        return c->client->SendGrads(v, static_cast<uint64_t>(step), d);
-      });
+  return StartTransfer(c, "fabps_send_grads_step", names, {grads}, bytes, n,
+                       timeout_ms, out, [&](const BufferLists& v, Deadline d) {
+                         return c->client->SendGrads(
+                             v[0], static_cast<uint64_t>(step), d);
+                       });
 }
 
 int fabps_sync_step(fabps_pserver_client* c, int64_t timeout_ms,
@@ -596,11 +605,20 @@ int fabps_sync_step(fabps_pserver_client* c, int64_t timeout_ms,
 int fabps_get_params_async(fabps_pserver_client* c, const char* const* names,
                            void* const* bufs, const size_t* bytes, int n,
                            int64_t timeout_ms, fabps_pull** out) {
-  return StartTransfer(
-      c, "fabps_get_params_async", names, bufs, bytes, n, timeout_ms, out,
-      [&](const std::vector<fabps::trainer::ParamBuffer>& v, Deadline d) {
-        return c->client->GetParamsAsync(v, d);
-      });
+  return StartTransfer(c, "fabps_get_params_async", names, {bufs}, bytes, n,
+                       timeout_ms, out, [&](const BufferLists& v, Deadline d) {
+                         return c->client->GetParamsAsync(v[0], d);
+                       });
+}
+
+int fabps_push_pull(fabps_pserver_client* c, const char* const* names,
+                    void* const* grads, void* const* params,
+                    const size_t* bytes, int n, int64_t timeout_ms,
+                    fabps_transfer** out) {
+  return StartTransfer(c, "fabps_push_pull", names, {grads, params}, bytes, n,
+                       timeout_ms, out, [&](const BufferLists& v, Deadline d) {
+                         return c->client->PushPull(v[0], v[1], d);
+                       });
 }
 
 }  // extern "C"

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <mutex>
 #include <optional>
+#include <unordered_map>
 #include <utility>
 
 #include "base/log.h"
@@ -245,11 +246,19 @@ struct PServerClient::Impl {
   Status PushBlock(const BlockSpan& b,
                    const std::shared_ptr<TransferHandle>& push,
                    Deadline deadline) {
+    return PushBlockThen(b, push, deadline, nullptr);
+  }
+
+  // PushBlock with what follows its credit (PushSlots::AfterCredit).
+  Status PushBlockThen(const BlockSpan& b,
+                       const std::shared_ptr<TransferHandle>& push,
+                       Deadline deadline, PushSlots::AfterCredit then) {
     const Peer& p = peers[b.pserver];
     if (b.bytes > p.reg.slot_bytes)
       return Status::Corruption("block larger than the pserver's slots");
     FABPS_ASSIGN_OR_RETURN(uint32_t slot,
-                           slots->Acquire(b.pserver, b.block, push, deadline));
+                           slots->Acquire(b.pserver, b.block, push, deadline,
+                                          /*hold=*/false, std::move(then)));
     return WriteIntoSlot(b.pserver, slot, *b.region, b.offset, b.bytes,
                          size_t{slot} * p.reg.slot_bytes,
                          {p.reg.trainer_index, slot, b.block}, push, deadline);
@@ -350,10 +359,8 @@ struct PServerClient::Impl {
     return step;
   }
 
-  // Starts reading one block of a pull from its pserver's arena.
-  Status PullBlock(const BlockSpan& b,
-                   const std::shared_ptr<TransferHandle>& pull,
-                   Deadline deadline) {
+  // Where block `b` lives in its pserver's arena.
+  Result<uint64_t> ArenaOffset(const BlockSpan& b) const {
     const Peer& p = peers[b.pserver];
     auto loc = p.reg.blocks.find(b.block);
     if (loc == p.reg.blocks.end() || loc->second.second != b.bytes) {
@@ -362,11 +369,141 @@ struct PServerClient::Impl {
                                 std::to_string(b.block) + " with " +
                                 std::to_string(b.bytes) + " bytes");
     }
-    auto c = endpoint->Read(p.id, *b.region, b.offset, b.bytes, p.reg.arena,
-                            loc->second.first, deadline);
+    return loc->second.first;
+  }
+
+  // Starts reading one block of a pull from its pserver's arena.
+  Status PullBlock(const BlockSpan& b,
+                   const std::shared_ptr<TransferHandle>& pull,
+                   Deadline deadline) {
+    FABPS_ASSIGN_OR_RETURN(uint64_t at, ArenaOffset(b));
+    const Peer& p = peers[b.pserver];
+    auto c = endpoint->Read(p.id, *b.region, b.offset, b.bytes, p.reg.arena, at,
+                            deadline);
     if (!c.ok()) return c.status();
     pull->AddOperation(*c);
     return Status::OK();
+  }
+
+  // One block of a PushPull's `params`: everything its read needs, kept
+  // until the read is posted (after the walk, on the progress thread).
+  struct ReadAfterPush {
+    transport::PeerId peer = 0;
+    transport::RemoteRegion arena;
+    uint64_t arena_offset = 0;
+    std::shared_ptr<transport::MemoryRegion> region;
+    size_t offset = 0;
+    size_t bytes = 0;
+
+    Result<transport::Completion> Start(transport::Endpoint* ep,
+                                        Deadline deadline) const {
+      return ep->Read(peer, *region, offset, bytes, arena, arena_offset,
+                      deadline);
+    }
+  };
+
+  // A credit part handed to a task on the progress thread: finished when
+  // the task runs, or with Unavailable when the endpoint closes first and
+  // drops the task unrun.
+  class PartOnProgressThread {
+   public:
+    explicit PartOnProgressThread(std::shared_ptr<TransferHandle> h)
+        : h_(std::move(h)) {}
+    ~PartOnProgressThread() {
+      if (h_) {
+        h_->PartDone(
+            Status::Unavailable("endpoint closed before a pull could start"),
+            /*from_pserver=*/false);
+      }
+    }
+    PartOnProgressThread(const PartOnProgressThread&) = delete;
+    PartOnProgressThread& operator=(const PartOnProgressThread&) = delete;
+    TransferHandle& handle() { return *h_; }
+    void Done(const Status& s) {
+      h_->PartDone(s, /*from_pserver=*/false);
+      h_.reset();
+    }
+
+   private:
+    std::shared_ptr<TransferHandle> h_;
+  };
+
+  // What a block's credit starts in a PushPull: the read of its new
+  // values, posted from the progress thread that delivered the credit (a
+  // task queued there, not inside the completion dispatch, so that a busy
+  // provider can be driven while the post retries). A refused push is not
+  // read back; neither is anything of an abandoned transfer.
+  PushSlots::AfterCredit ReadAfterCredit(std::shared_ptr<TransferHandle> h,
+                                         ReadAfterPush r, Deadline deadline) {
+    transport::Endpoint* ep = endpoint.get();
+    return [ep, h = std::move(h), r = std::move(r),
+            deadline](const Status& s) mutable {
+      if (!s.ok()) {
+        h->PartDone(s);
+        return;
+      }
+      if (h->abandoned()) {
+        h->PartDone(Status::Cancelled("transfer abandoned"),
+                    /*from_pserver=*/false);
+        return;
+      }
+      auto part = std::make_shared<PartOnProgressThread>(std::move(h));
+      ep->RunOnProgressThread([ep, part, r = std::move(r), deadline] {
+        if (part->handle().abandoned()) {
+          part->Done(Status::Cancelled("transfer abandoned"));
+          return;
+        }
+        auto c = r.Start(ep, deadline);
+        if (c.ok()) part->handle().AddOperation(*c);
+        part->Done(c.status());
+      });
+    };
+  }
+
+  // SendGrads and GetParamsAsync in one transfer: a block of a parameter
+  // in both lists is read once its push is applied (its credit is back),
+  // while later blocks are still being pushed.
+  Result<std::shared_ptr<TransferHandle>> PushPull(
+      const std::vector<ParamBuffer>& grads,
+      const std::vector<ParamBuffer>& params, Deadline deadline) {
+    FABPS_RETURN_IF_ERROR(Prepare(deadline));
+    FABPS_RETURN_IF_ERROR(CheckMode(false));
+    auto handle = std::make_shared<TransferHandle>();
+    std::unordered_map<uint32_t, ReadAfterPush> reads;
+    FABPS_RETURN_IF_ERROR(Note(WalkBlocks(
+        *layout, fabric->cache(), params, [&](const BlockSpan& b) -> Status {
+          FABPS_ASSIGN_OR_RETURN(uint64_t at, ArenaOffset(b));
+          const Peer& p = peers[b.pserver];
+          reads[b.block] = ReadAfterPush{
+              p.id, p.reg.arena, at, *b.region_owner, b.offset, b.bytes};
+          return Status::OK();
+        })));
+    Status pushed =
+        WalkBlocks(*layout, fabric->cache(), grads, [&](const BlockSpan& b) {
+          PushSlots::AfterCredit then;
+          auto r = reads.find(b.block);
+          if (r != reads.end()) {
+            then = ReadAfterCredit(handle, std::move(r->second), deadline);
+            reads.erase(r);
+          }
+          return PushBlockThen(b, handle, deadline, std::move(then));
+        });
+    if (!pushed.ok()) {
+      // Blocks already pushed must not be read into buffers the caller
+      // gets back with this error.
+      handle->Abandon();
+      return Note(pushed);
+    }
+    // Parameters only pulled: read at once.
+    for (auto& [block, r] : reads) {
+      auto c = r.Start(endpoint.get(), deadline);
+      if (!c.ok()) {
+        handle->Abandon();
+        return Note(c.status());
+      }
+      handle->AddOperation(*c);
+    }
+    return handle;
   }
 
   // Prepares, then runs `block` on every block of `buffers`.
@@ -809,6 +946,13 @@ Result<std::shared_ptr<PullHandle>> PServerClient::TryGetParamsAsync(
   if (!impl_->StartsAtOnce(params, /*push=*/false))
     return std::shared_ptr<PullHandle>();
   return impl_->Transfer(params, deadline, &Impl::PullBlock);
+}
+
+Result<std::shared_ptr<TransferHandle>> PServerClient::PushPull(
+    const std::vector<ParamBuffer>& grads,
+    const std::vector<ParamBuffer>& params, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->PushPull(grads, params, deadline);
 }
 
 Result<std::shared_ptr<PushHandle>> PServerClient::SendGrads(

@@ -197,6 +197,21 @@ class PServerClient {
   // buffers are filled when Wait on the handle returns OK.
   Result<std::shared_ptr<PullHandle>> GetParamsAsync(
       const std::vector<ParamBuffer>& params, Deadline deadline);
+  // A push and a pull in one transfer, pipelined: pushes `grads` as
+  // SendGrads does and reads `params` as GetParamsAsync does, but a block
+  // of a parameter named in both lists is read as soon as its push is
+  // applied (its credit is back), while later blocks are still being pushed
+  // or applied; blocks of parameters only in `params` are read at once.
+  // Wait on the handle returns when every push is applied and every read
+  // is in: each pushed block then holds values that include this push.
+  // Checks and waits like SendGrads (nothing moves when a buffer is bad);
+  // async mode only (FailedPrecondition in sync mode). A block whose push a
+  // pserver refuses is not read (Wait reports the refusal). Both lists'
+  // buffers must stay untouched until Wait returns; a transfer whose Wait
+  // failed or timed out starts no further reads.
+  Result<std::shared_ptr<TransferHandle>> PushPull(
+      const std::vector<ParamBuffer>& grads,
+      const std::vector<ParamBuffer>& params, Deadline deadline);
   // Rows of a parameter of rank >= 2 (an embedding table [rows, d1, ...]):
   // row i of the table is its R = d1 * ... elements. `row_ids` holds
   // `num_rows` (>= 0) row indices in any order, duplicates allowed;

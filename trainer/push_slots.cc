@@ -19,7 +19,8 @@ void PushSlots::Reset(uint32_t pserver, uint32_t num_slots) {
 
 Result<uint32_t> PushSlots::Acquire(uint32_t pserver, uint32_t block,
                                     std::shared_ptr<TransferHandle> push,
-                                    Deadline deadline, bool hold) {
+                                    Deadline deadline, bool hold,
+                                    AfterCredit then) {
   std::unique_lock<std::mutex> l(mu_);
   PServerSlots& p = pservers_.at(pserver);
   if (!cv_.wait_until(l, deadline.time(), [&] { return !p.free.empty(); })) {
@@ -29,7 +30,8 @@ Result<uint32_t> PushSlots::Acquire(uint32_t pserver, uint32_t block,
   }
   uint32_t slot = p.free.back();
   p.free.pop_back();
-  p.slots[slot] = {std::move(push), block, hold, false};
+  p.slots[slot] = {std::move(push), block, hold, false,
+                   hold ? nullptr : std::move(then)};
   return slot;
 }
 
@@ -46,7 +48,7 @@ void PushSlots::Release(uint32_t pserver, uint32_t slot) {
   {
     std::lock_guard<std::mutex> l(mu_);
     PServerSlots& p = pservers_.at(pserver);
-    p.slots.at(slot).push.reset();
+    p.slots.at(slot) = Slot{};
     p.free.push_back(slot);
   }
   cv_.notify_all();
@@ -78,6 +80,7 @@ void PushSlots::ReleaseHeld(uint32_t pserver, uint32_t slot,
 void PushSlots::OnCredit(uint64_t imm) {
   pserver::wire::CreditImm c = pserver::wire::DecodeCredit(imm);
   std::shared_ptr<TransferHandle> push;
+  AfterCredit then;
   {
     std::lock_guard<std::mutex> l(mu_);
     if (c.pserver >= pservers_.size() ||
@@ -97,6 +100,7 @@ void PushSlots::OnCredit(uint64_t imm) {
       slot.credited = true;
     } else {
       push = std::move(slot.push);
+      then = std::move(slot.then);
       slot = Slot{};
       pservers_[c.pserver].free.push_back(c.slot);
     }
@@ -108,7 +112,11 @@ void PushSlots::OnCredit(uint64_t imm) {
                            " refused block " + std::to_string(c.block) +
                            " (see its log)");
   }
-  push->PartDone(s);
+  if (then) {
+    then(s);
+  } else {
+    push->PartDone(s);
+  }
 }
 
 void PushSlots::FailAll(const Status& why) {

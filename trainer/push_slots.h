@@ -13,6 +13,13 @@
 // of the transfer but keeps the slot taken until ReleaseHeld, after the
 // trainer has read the rows out of it.
 //
+// A push may name what follows its credit (PServerClient::PushPull reads the
+// block back): Acquire's `then` replaces the part's PartDone. It runs, on
+// the thread that delivers the credit, with the credit's status once the
+// slot is free again, and from then on it owns the part: it must see that
+// PartDone is called on the push exactly once. A slot that fails without a
+// credit (Release, FailAll) drops `then` and finishes the part itself.
+//
 // Thread safety: every method may be called from any thread; OnCredit runs
 // on the fabric's progress thread.
 #ifndef FABPS_TRAINER_PUSH_SLOTS_H_
@@ -20,6 +27,7 @@
 
 #include <condition_variable>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <vector>
@@ -32,16 +40,21 @@ namespace fabps::trainer {
 
 class PushSlots {
  public:
+  // What runs instead of PartDone when a slot's credit comes (see above).
+  using AfterCredit = std::function<void(const Status&)>;
+
   // Sizes the table for `num_pservers`, every pserver without slots.
   explicit PushSlots(size_t num_pservers);
 
   // Gives pserver `pserver` `num_slots` free slots (after registering).
   void Reset(uint32_t pserver, uint32_t num_slots);
   // Takes a free slot of `pserver` for `block` of `push`, waiting until
-  // `deadline` for one (TimedOut: the pserver's credits stopped).
+  // `deadline` for one (TimedOut: the pserver's credits stopped). `then`
+  // (not with `hold`) runs when the credit comes, in place of PartDone.
   Result<uint32_t> Acquire(uint32_t pserver, uint32_t block,
                            std::shared_ptr<TransferHandle> push,
-                           Deadline deadline, bool hold = false);
+                           Deadline deadline, bool hold = false,
+                           AfterCredit then = nullptr);
   // Whether pserver i has at least need[i] free slots, for every i (a
   // snapshot: credits only add to it). False when `need` names more
   // pservers than the table has.
@@ -65,6 +78,7 @@ class PushSlots {
     uint32_t block = 0;
     bool hold = false;      // a rows read: keep after a good credit
     bool credited = false;  // held, answer in the slot
+    AfterCredit then;       // replaces push->PartDone on the credit
   };
   struct PServerSlots {
     std::vector<Slot> slots;

@@ -5,7 +5,9 @@
 // completed and, for a push, every block's credit came back from its
 // pserver (the pserver applied it), and, for a rows read, its finishing
 // step (reading the rows out of the landing slots) has run. The first error
-// wins.
+// wins. An operation may join while the transfer runs (a push's credit
+// starts the read of its block, PServerClient::PushPull): it is added before
+// the credit part it follows is done, so Wait sees it.
 //
 // Thread safety: the caller's thread adds parts and waits; the fabric's
 // progress thread finishes credit parts (PartDone). Everything is guarded by
@@ -13,6 +15,7 @@
 #ifndef FABPS_TRAINER_TRANSFER_HANDLE_H_
 #define FABPS_TRAINER_TRANSFER_HANDLE_H_
 
+#include <atomic>
 #include <condition_variable>
 #include <functional>
 #include <mutex>
@@ -28,8 +31,11 @@ class TransferHandle {
  public:
   // One more credit to wait for (a block written into a landing slot).
   void AddCreditPart();
-  // A credit came (or will never come: `s` is the reason).
-  void PartDone(const Status& s);
+  // A credit came (or will never come: `s` is the reason). `from_pserver`:
+  // `s` is the pserver's answer; false when this side failed (an operation
+  // the credit was to start could not be posted), which Wait reports as
+  // it reports a failed operation.
+  void PartDone(const Status& s, bool from_pserver = true);
   // A started RMA operation to wait for.
   void AddOperation(transport::Completion c);
   // What Wait runs once the operations and credits are done (with their
@@ -47,12 +53,21 @@ class TransferHandle {
   // nothing: for callers that wait in slices and check for other events
   // (signals) in between.
   bool Finished(Deadline until);
+  // The caller no longer waits for this transfer (its start failed partway,
+  // or its Wait gave up): what a credit would start next is not started.
+  void Abandon() { abandoned_.store(true, std::memory_order_release); }
+  bool abandoned() const { return abandoned_.load(std::memory_order_acquire); }
 
  private:
+  // The operations from index `from` on (a copy, taken under mu_).
+  std::vector<transport::Completion> OperationsFrom(size_t from);
+
+  std::atomic<bool> abandoned_{false};
   std::mutex mu_;
   std::condition_variable cv_;
   int credits_pending_ = 0;
-  Status status_;
+  Status status_;        // the first error a pserver answered
+  Status local_status_;  // the first error of a part that failed here
   std::vector<transport::Completion> operations_;
   Finish finish_;
 };

@@ -7,6 +7,8 @@
 // progress thread, as in separate processes). Every trainer loops
 //   push  SendGrads + Wait   (RMA writes into landing slots, applied, credited)
 //   pull  GetParams          (RMA reads from the pserver arenas)
+// or, with --pipelined, one PushPull + Wait (each block read as soon as its
+// push is applied),
 // for some warm-up steps (buffers get registered there), then all trainers
 // meet at a barrier and run the measured steps: at least --steps, and on
 // until --min-seconds have passed (default 2 s, so that no configuration is
@@ -72,6 +74,9 @@ struct Options {
   bool json = false;
   bool quick = false;
   bool verify = true;
+  // Each step is one PushPull (a block's read starts at its credit) instead
+  // of SendGrads, Wait, GetParams; push and pull are then not timed apart.
+  bool pipelined = false;
 };
 
 struct Config {
@@ -81,6 +86,7 @@ struct Config {
   int steps = 0;  // at least this many measured steps per trainer
   int warmup = 0;
   double min_seconds = 0;  // and on until this much time has passed
+  bool pipelined = false;
 };
 
 struct RunResult {
@@ -181,10 +187,16 @@ void TrainerLoop(PServerClient* c, const Config& cfg, std::vector<float>* grad,
       continue;              // keep meeting the barrier, skip the work
     }
     auto t0 = Clock::now();
-    auto h = c->SendGrads(g, OpDeadline());
-    Status s = h.ok() ? c->Wait(*h, OpDeadline()) : h.status();
+    Status s;
+    if (cfg.pipelined) {
+      auto h = c->PushPull(g, p, OpDeadline());
+      s = h.ok() ? c->Wait(*h, OpDeadline()) : h.status();
+    } else {
+      auto h = c->SendGrads(g, OpDeadline());
+      s = h.ok() ? c->Wait(*h, OpDeadline()) : h.status();
+    }
     auto t1 = Clock::now();
-    if (s.ok()) s = c->GetParams(p, OpDeadline());
+    if (s.ok() && !cfg.pipelined) s = c->GetParams(p, OpDeadline());
     auto t2 = Clock::now();
     if (!s.ok()) {
       first = s.WithContext("step " + std::to_string(step));
@@ -262,8 +274,10 @@ Result<RunResult> RunOnce(const Options& o, const Config& cfg) {
   for (const auto& t : times) {
     start = std::min(start, t.start);
     end = std::max(end, t.end);
-    r.push_gbps += static_cast<double>(bytes) * t.steps / t.push_s / 1e9;
-    r.pull_gbps += static_cast<double>(bytes) * t.steps / t.pull_s / 1e9;
+    if (!cfg.pipelined) {
+      r.push_gbps += static_cast<double>(bytes) * t.steps / t.push_s / 1e9;
+      r.pull_gbps += static_cast<double>(bytes) * t.steps / t.pull_s / 1e9;
+    }
     step_s += t.push_s + t.pull_s;
     steps += t.steps;
   }
@@ -319,11 +333,11 @@ void PrintRow(const Options& o, const Config& cfg, const RunResult& r,
         "\"steps\":%d,\"warmup\":%d,\"push_GBps\":%.3f,\"pull_GBps\":%.3f,"
         "\"pushpull_GBps\":%.3f,\"step_ms\":%.3f,\"wall_s\":%.3f,\"apply_"
         "threads\":%d,"
-        "\"pushpull_GBps_runs\":[%s],\"spread\":%.3f}\n",
+        "\"pipelined\":%s,\"pushpull_GBps_runs\":[%s],\"spread\":%.3f}\n",
         o.provider.c_str(), cfg.mib, cfg.mib << 20, cfg.trainers, cfg.pservers,
         static_cast<int>(r.steps / cfg.trainers), cfg.warmup, r.push_gbps,
         r.pull_gbps, r.pushpull_gbps, r.step_ms, r.wall_s, o.apply_threads,
-        list.c_str(), Spread(runs));
+        cfg.pipelined ? "true" : "false", list.c_str(), Spread(runs));
   } else {
     std::printf(
         "%-8zu %-8d %-8d %-6d %-10.2f %-10.2f %-14.2f %-9.2f %.0f%% of %zu\n",
@@ -356,6 +370,7 @@ Status Run(const Options& o) {
                                       budget_mib / (cfg.mib * t), 3, 100));
         cfg.warmup = o.warmup > 0 ? o.warmup : std::max(1, cfg.steps / 8);
         cfg.min_seconds = o.min_seconds;
+        cfg.pipelined = o.pipelined;
         std::vector<RunResult> runs;
         for (int i = 0; i < o.repeat; i++) {
           auto r = RunOnce(o, cfg);
@@ -415,6 +430,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(0, 1024));
   app.add_option("--pserver-binary", o.pserver_binary, "path of fabps-pserver");
   app.add_flag("--json", o.json, "one JSON object per result row");
+  app.add_flag("--pipelined", o.pipelined,
+               "each step is one PushPull (a block's read starts as soon as "
+               "its push is applied); push and pull GB/s are then not "
+               "measured apart (printed as 0)");
   app.add_flag("--quick", o.quick,
                "small sweep (4,64 MiB; 1,2 trainers; 1 pserver; fewer steps) "
                "unless given");

@@ -213,19 +213,40 @@ class PServerClient:
 
     # --- data path ---------------------------------------------------------
 
-    def _start(self, named, timeout, pull, step=None):
+    def _items(self, named, transient):
+        """(pairs, items): the (name, buffer) pairs of `named` and the
+        arrays that view them; registered ranges go to `transient`."""
         pairs = _pairs(named)
         items = []
-        transient = []
         for name, obj in pairs:
             arr = _as_array(name, obj)
             items.append((name, arr))
             rng = self._regs.track(arr, obj)
             if rng is not None:
                 transient.append(rng)
+        return pairs, items
+
+    def _start(self, named, timeout, pull, step=None):
+        transient = []
+        pairs, items = self._items(named, transient)
         timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
         return Handle(self._c.start(items, (pairs, items), transient, timeout,
                                     pull, step))
+
+    def push_pull(self, named_grads, named_params, timeout=None):
+        """Pushes gradients and reads parameters back in one transfer:
+        each block of a parameter named in both is read as soon as its push
+        is applied, while later blocks are still pushed. Returns a Handle;
+        when wait() returns every push is applied and every buffer of
+        `named_params` holds values that include it. Async pservers only.
+        Neither set of buffers may change until wait() returns."""
+        transient = []
+        grads = self._items(named_grads, transient)
+        params = self._items(named_params, transient)
+        timeout = DEFAULT_TIMEOUT if timeout is None else float(timeout)
+        return Handle(self._c.start_push_pull(grads[1], params[1],
+                                              (grads, params), transient,
+                                              timeout))
 
     def push(self, named_grads, timeout=None, step=None):
         """Starts pushing gradients; returns a Handle (wait() = applied).

@@ -121,6 +121,26 @@ class Client : public std::enable_shared_from_this<Client> {
         std::move(keep), std::move(transient));
   }
 
+  // A PushPull: `grads` pushed, `params` read back block by block as the
+  // pushes are applied. Started on the CallThread (it may wait for slots).
+  std::shared_ptr<Transfer> StartPushPull(const py::sequence& grads,
+                                          const py::sequence& params,
+                                          py::object keep,
+                                          std::vector<Range> transient,
+                                          double timeout) {
+    CheckOpen();
+    Prune();
+    Deadline deadline = DeadlineIn(timeout, "push_pull");
+    EnsureShapes(deadline);
+    std::vector<ParamBuffer> g = CheckBuffers(grads, shapes_, false);
+    std::vector<ParamBuffer> p = CheckBuffers(params, shapes_, true);
+    return StartWith(
+        [g = std::move(g), p = std::move(p), deadline](PServerClient* c) {
+          return c->PushPull(g, p, deadline);
+        },
+        std::move(keep), std::move(transient));
+  }
+
   // A rows push (SendRows, with `step` in sync mode) or pull (GetRows) of
   // `name`.
   std::shared_ptr<Transfer> StartRows(const std::string& name,
@@ -501,6 +521,17 @@ void DefinePServerClient(py::module_& m) {
           },
           py::arg("items"), py::arg("keep"), py::arg("transient"),
           py::arg("timeout"), py::arg("pull"), py::arg("step") = py::none())
+      .def(
+          "start_push_pull",
+          [](Client& c, const py::sequence& grads, const py::sequence& params,
+             py::object keep, std::vector<Range> transient, double timeout) {
+            auto t = c.StartPushPull(grads, params, std::move(keep),
+                                     std::move(transient), timeout);
+            return std::make_shared<Handle>(
+                Handle{c.shared_from_this(), std::move(t)});
+          },
+          py::arg("grads"), py::arg("params"), py::arg("keep"),
+          py::arg("transient"), py::arg("timeout"))
       .def("sync_step", &Client::SyncStep, py::arg("timeout"))
       .def(
           "start_rows",

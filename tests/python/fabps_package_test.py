@@ -78,6 +78,35 @@ def test_push_pull_exact_values(cluster):
         np.testing.assert_array_equal(b, got["b"])
 
 
+def test_push_pull_in_one_transfer(cluster):
+    ps = cluster(2)
+    init = params()
+    with client(ps) as c:
+        assert c.init_params(init) is True
+        want = {k: v.copy() for k, v in init.items()}
+        got = {k: np.zeros_like(v) for k, v in init.items()}
+        for step in range(3):
+            grads = {k: ((np.arange(v.size) + step) % 5).astype(v.dtype)
+                     for k, v in init.items()}
+            c.push_pull(grads, got).wait()
+            for k in init:  # each step's values, read after its apply
+                want[k] -= LR * grads[k]
+                np.testing.assert_array_equal(got[k], want[k])
+        # Pushed only ("d"), pulled only ("b"); bad names move nothing.
+        b = np.zeros(10, np.float32)
+        w = np.zeros_like(init["w"])
+        c.push_pull({"d": np.ones_like(init["d"]), "w": np.ones_like(w)},
+                    {"w": w, "b": b}).wait()
+        np.testing.assert_array_equal(w, want["w"] - LR)
+        np.testing.assert_array_equal(b, want["b"])
+        with pytest.raises(fabps.NotFound):
+            c.push_pull({"w": np.ones_like(w)}, {"nope": b})
+        d = np.zeros_like(init["d"])
+        c.pull({"d": d, "w": w})
+        np.testing.assert_array_equal(d, want["d"] - LR)
+        np.testing.assert_array_equal(w, want["w"] - LR)
+
+
 def test_torch_tensors_in_place(cluster):
     torch = pytest.importorskip("torch")
     ps = cluster(1)

@@ -69,24 +69,16 @@ static double Want(int p, size_t i, int steps) {
   return w;
 }
 
-/* Pulls every parameter (with fabps_get_params, or fabps_get_params_async
- * and fabps_wait when `async`) and checks the values after `steps` pushes. */
-static void CheckValuesWith(fabps_pserver_client* c, int steps, const char* who,
-                            int async) {
-  const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
-  void* bufs[kParams] = {got32, got64, &gots64};
-  size_t bytes[kParams] = {sizeof(got32), sizeof(got64), sizeof(gots64)};
+/* Fills the buffers values are read into with what no step produces. */
+static void ClearGot(void) {
   memset(got32, 0x7f, sizeof(got32));
   memset(got64, 0x7f, sizeof(got64));
   gots64 = -1e300;
-  if (async) {
-    fabps_pull* pull = NULL;
-    OK(c, fabps_get_params_async(c, names, bufs, bytes, kParams, 30000, &pull));
-    if (pull == NULL) FAIL("no pull handle");
-    OK(c, fabps_wait(c, pull, 30000));
-  } else {
-    OK(c, fabps_get_params(c, names, bufs, bytes, kParams, 30000));
-  }
+}
+
+/* Checks the values read (got32, got64, gots64) against the values after
+ * `steps` pushes; `how` says how they were read. */
+static void CheckGot(int steps, const char* who, const char* how) {
   for (size_t i = 0; i < N32; ++i) {
     if ((double)got32[i] != Want(0, i, steps))
       FAIL("%s: %s[%zu] = %g, want %g after %d pushes", who, kNames[0], i,
@@ -99,8 +91,26 @@ static void CheckValuesWith(fabps_pserver_client* c, int steps, const char* who,
   }
   if (gots64 != Want(2, 0, steps))
     FAIL("%s: %s = %g, want %g", who, kNames[2], gots64, Want(2, 0, steps));
-  printf("%s: values exact after %d pushes%s\n", who, steps,
-         async ? " (asynchronous pull)" : "");
+  printf("%s: values exact after %d pushes%s\n", who, steps, how);
+}
+
+/* Pulls every parameter (with fabps_get_params, or fabps_get_params_async
+ * and fabps_wait when `async`) and checks the values after `steps` pushes. */
+static void CheckValuesWith(fabps_pserver_client* c, int steps, const char* who,
+                            int async) {
+  const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
+  void* bufs[kParams] = {got32, got64, &gots64};
+  size_t bytes[kParams] = {sizeof(got32), sizeof(got64), sizeof(gots64)};
+  ClearGot();
+  if (async) {
+    fabps_pull* pull = NULL;
+    OK(c, fabps_get_params_async(c, names, bufs, bytes, kParams, 30000, &pull));
+    if (pull == NULL) FAIL("no pull handle");
+    OK(c, fabps_wait(c, pull, 30000));
+  } else {
+    OK(c, fabps_get_params(c, names, bufs, bytes, kParams, 30000));
+  }
+  CheckGot(steps, who, async ? " (asynchronous pull)" : "");
 }
 
 static void CheckValues(fabps_pserver_client* c, int steps, const char* who) {
@@ -277,6 +287,11 @@ static void CheckDataErrors(fabps_pserver_client* c, const char* save_dir) {
   if (pull != NULL) FAIL("pull handle on error");
   REFUSED(c, FABPS_ERR_ARGUMENT,
           fabps_send_grads(c, names, bufs, NULL, 1, 1000, &push));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_push_pull(c, names, bufs, bufs, bytes, 1, 1000, NULL));
+  REFUSED(c, FABPS_ERR_NOT_FOUND,
+          fabps_push_pull(c, names, bufs, bufs, bytes, 2, 1000, &push));
+  if (push != NULL) FAIL("push_pull handle on error");
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_wait(c, NULL, 1000));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_wait(c, (fabps_push*)got32, 1000));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_save_model(c, NULL, 1000));
@@ -344,17 +359,31 @@ static void CheckRows(fabps_pserver_client* c) {
           fabps_send_rows(NULL, kNames[0], push_ids, 1, g, 4, 1000, &push));
 }
 
-static void Push(fabps_pserver_client* c, int step, fabps_push** out) {
+/* Pushes step `step` of every parameter; with `read_back`, as one
+ * fabps_push_pull that also reads the new values into got32, got64 and
+ * gots64. */
+static void PushWith(fabps_pserver_client* c, int step, int read_back,
+                     fabps_push** out) {
   const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
   void* grads[kParams] = {g32[step], g64[step], &gs64[step]};
+  void* got[kParams] = {got32, got64, &gots64};
   size_t bytes[kParams] = {sizeof(g32[step]), sizeof(g64[step]),
                            sizeof(gs64[step])};
   for (size_t i = 0; i < N32; ++i) g32[step][i] = (float)GradValue(step, 0, i);
   for (size_t i = 0; i < N64; ++i) g64[step][i] = GradValue(step, 1, i);
   gs64[step] = GradValue(step, 2, 0);
   *out = NULL;
-  OK(c, fabps_send_grads(c, names, grads, bytes, kParams, 30000, out));
+  if (read_back) {
+    ClearGot();
+    OK(c, fabps_push_pull(c, names, grads, got, bytes, kParams, 30000, out));
+  } else {
+    OK(c, fabps_send_grads(c, names, grads, bytes, kParams, 30000, out));
+  }
   if (*out == NULL) FAIL("no push handle");
+}
+
+static void Push(fabps_pserver_client* c, int step, fabps_push** out) {
+  PushWith(c, step, 0, out);
 }
 
 int main(int argc, char** argv) {
@@ -393,8 +422,10 @@ int main(int argc, char** argv) {
   OK(c, fabps_wait(c, p0, 30000));
   REFUSED(c, FABPS_ERR_ARGUMENT, fabps_wait(c, p0, 1000)); /* released */
   CheckValues(c, 2, "initializer");
-  Push(c, 2, &p2);
+  /* The last step pushed and read back in one transfer. */
+  PushWith(c, 2, 1, &p2);
   OK(c, fabps_wait(c, p2, 30000));
+  CheckGot(kSteps, "initializer", " (read back by fabps_push_pull)");
   CheckValues(c, kSteps, "initializer");
 
   /* A second trainer, not selected, and a third one, selected after the

@@ -17,6 +17,7 @@
 #include <thread>
 #include <vector>
 
+#include "tests/trainer/client_params.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
 #include "tests/util/proc_scan.h"
@@ -28,68 +29,15 @@ namespace {
 
 using testing::PServerCluster;
 
-constexpr uint64_t kBlock = 1024;  // elements per block in these tests
-constexpr int64_t kMs = 30000;
-
-// 1 element; exactly one block; several blocks with an odd tail.
-std::vector<ParamSpec> Specs() {
-  return {{"one", DType::kFloat32, {1}},
-          {"block", DType::kFloat32, {kBlock}},
-          {"many", DType::kFloat32, {3, kBlock + 5}}};
-}
-
-size_t Elements(const ParamSpec& s) {
-  size_t n = 1;
-  for (auto d : s.shape) n *= d;
-  return n;
-}
-
-PServerClientOptions ClientOptions(const PServerCluster& c,
-                                   const std::string& provider,
-                                   RuleKind rule = RuleKind::kSgd,
-                                   double lr = 1.0) {
-  PServerClientOptions o;
-  o.addresses = c.addresses();
-  o.provider = provider;
-  if (provider != "shm") o.interface_address = "127.0.0.1";
-  o.block_elements = kBlock;
-  o.default_rule.kind = rule;
-  o.default_rule.learning_rate = lr;
-  o.init_wait_ms = kMs;
-  return o;
-}
-
-// Integer-valued initial values and gradients, so SGD with lr 1 is exact.
-float InitValue(size_t p, size_t i) {
-  return static_cast<float>((i * 7 + p * 3) % 100);
-}
-float GradValue(int trainer, int step, size_t p, size_t i) {
-  return static_cast<float>(((i + 1) * (trainer + 2) + step * 5 + p) % 9) -
-         4.0f;
-}
-
-Status InitAll(PServerClient* c) {
-  auto specs = Specs();
-  for (size_t p = 0; p < specs.size(); p++) {
-    std::vector<float> v(Elements(specs[p]));
-    for (size_t i = 0; i < v.size(); i++) v[i] = InitValue(p, i);
-    FABPS_RETURN_IF_ERROR(
-        c->InitParam(specs[p], v.data(), v.size() * sizeof(float)));
-  }
-  return c->FinishInitParams();
-}
-
-// A trainer of `cluster` that won the init election and initialized every
-// parameter of Specs().
-Result<std::unique_ptr<PServerClient>> ConnectAndInit(
-    const PServerCluster& cluster, const std::string& provider) {
-  FABPS_ASSIGN_OR_RETURN(
-      auto c, PServerClient::Connect(ClientOptions(cluster, provider)));
-  FABPS_ASSIGN_OR_RETURN(bool mine, c->BeginInitParams(true));
-  if (!mine) return Status::FailedPrecondition("lost the init election");
-  FABPS_RETURN_IF_ERROR(InitAll(c.get()));
-  return c;
-}
+using testing::ClientOptions;
+using testing::ConnectAndInit;
+using testing::Elements;
+using testing::GradValue;
+using testing::InitAll;
+using testing::InitValue;
+using testing::kBlock;
+using testing::kMs;
+using testing::Specs;
 
 class PServerClientTest : public transport::testing::ProviderTest {};
 
