@@ -64,12 +64,7 @@ TEST_P(CPServerTest, ProgramPushesAndPullsExactly) {
       << testing::ReadFileOrEmpty(cluster.log(1));
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, CPServerTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(CPServerTest);
 
 }  // namespace
 }  // namespace fabps

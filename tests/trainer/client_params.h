@@ -36,11 +36,9 @@ inline size_t Elements(const ParamSpec& s) {
   return n;
 }
 
-inline PServerClientOptions ClientOptions(const PServerCluster& c,
-                                          const std::string& provider,
-                                          trainer::RuleKind rule =
-                                              trainer::RuleKind::kSgd,
-                                          double lr = 1.0) {
+inline PServerClientOptions ClientOptions(
+    const PServerCluster& c, const std::string& provider,
+    trainer::RuleKind rule = trainer::RuleKind::kSgd, double lr = 1.0) {
   PServerClientOptions o;
   o.addresses = c.addresses();
   o.provider = provider;

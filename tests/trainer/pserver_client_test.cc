@@ -555,12 +555,7 @@ TEST_P(PServerClientTest, InitCallsKeepTheirDeadlines) {
   EXPECT_EQ(got, values[2]);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, PServerClientTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(PServerClientTest);
 
 }  // namespace
 }  // namespace fabps::trainer

@@ -63,8 +63,7 @@ struct StepBuffers {
 // tcp, where the connection keeps a read behind the write).
 TEST_P(PushPullTest, EachBlockIsReadAfterItsPushIsApplied) {
   PServerCluster cluster(
-      GetParam(), 2,
-      {"--slots-per-trainer", "2", "--inline-apply-kb", "0"});
+      GetParam(), 2, {"--slots-per-trainer", "2", "--inline-apply-kb", "0"});
   ASSERT_TRUE(cluster.StartAll().ok());
   auto c = ConnectAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
@@ -208,12 +207,7 @@ TEST_P(PushPullTest, BadArgumentsMoveNothing) {
             Status::Code::kFailedPrecondition);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, PushPullTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(PushPullTest);
 
 }  // namespace
 }  // namespace fabps::trainer

@@ -13,6 +13,7 @@
 
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
+#include "tests/trainer/client_params.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/reference_shard.h"
 #include "tests/transport/provider_params.h"
@@ -22,12 +23,14 @@
 namespace fabps::trainer {
 namespace {
 
+using testing::ClientOptions;
 using testing::PServerCluster;
 
-constexpr uint64_t kBlock = 1024;  // elements a block: 64 rows of 16
-constexpr uint64_t kRows = 300;    // 5 blocks, the last of 44 rows
+// kBlock and kMs as ClientOptions sets them up.
+constexpr uint64_t kBlock = testing::kBlock;  // elements a block: 64 rows of 16
+constexpr uint64_t kRows = 300;               // 5 blocks, the last of 44 rows
 constexpr uint64_t kDim = 16;
-constexpr int64_t kMs = 30000;
+constexpr int64_t kMs = testing::kMs;
 
 std::vector<ParamSpec> Specs() {
   return {{"bias", DType::kFloat32, {10}},
@@ -35,20 +38,6 @@ std::vector<ParamSpec> Specs() {
 }
 
 float InitValue(size_t i) { return static_cast<float>((i * 7) % 100); }
-
-PServerClientOptions Options(const PServerCluster& c,
-                             const std::string& provider, RuleKind rule,
-                             double lr) {
-  PServerClientOptions o;
-  o.addresses = c.addresses();
-  o.provider = provider;
-  if (provider != "shm") o.interface_address = "127.0.0.1";
-  o.block_elements = kBlock;
-  o.default_rule.kind = rule;
-  o.default_rule.learning_rate = lr;
-  o.init_wait_ms = kMs;
-  return o;
-}
 
 std::vector<float> InitialTable() {
   std::vector<float> v(kRows * kDim);
@@ -62,8 +51,8 @@ Result<std::unique_ptr<PServerClient>> Connect(const PServerCluster& cluster,
                                                const std::string& provider,
                                                RuleKind rule = RuleKind::kSgd,
                                                double lr = 1.0) {
-  FABPS_ASSIGN_OR_RETURN(
-      auto c, PServerClient::Connect(Options(cluster, provider, rule, lr)));
+  FABPS_ASSIGN_OR_RETURN(auto c, PServerClient::Connect(ClientOptions(
+                                     cluster, provider, rule, lr)));
   FABPS_ASSIGN_OR_RETURN(bool mine, c->BeginInitParams(true));
   if (!mine) return c;
   std::vector<float> bias(10, 1.0f);
@@ -309,12 +298,7 @@ TEST_P(RowsTest, AdamRowStateSurvivesKillThroughACheckpoint) {
     ASSERT_EQ((*after)[i], want[i]) << "element " << i;
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, RowsTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(RowsTest);
 
 }  // namespace
 }  // namespace fabps::trainer

@@ -380,12 +380,7 @@ TEST_P(SyncRowsTest, CApiPushesRowSteps) {
   fabps_release_pserver_client(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, SyncRowsTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(SyncRowsTest);
 
 }  // namespace
 }  // namespace fabps::trainer

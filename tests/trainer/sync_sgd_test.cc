@@ -378,12 +378,7 @@ TEST_P(SyncSgdTest, CApiPushesSteps) {
   fabps_release_pserver_client(c);
 }
 
-INSTANTIATE_TEST_SUITE_P(Providers, SyncSgdTest,
-                         ::testing::Values("tcp;ofi_rxm", "shm"),
-                         [](const ::testing::TestParamInfo<std::string>& i) {
-                           return i.param == "shm" ? std::string("shm")
-                                                   : std::string("tcp");
-                         });
+FABPS_INSTANTIATE_TCP_AND_SHM(SyncSgdTest);
 
 }  // namespace
 }  // namespace fabps::trainer

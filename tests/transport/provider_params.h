@@ -52,6 +52,15 @@ class ProviderTest : public ::testing::TestWithParam<std::string> {
   }
 };
 
+// Runs the tests of `suite` (a ProviderTest) over tcp;ofi_rxm and shm, the
+// providers of the tests against real pservers, named "tcp" and "shm".
+#define FABPS_INSTANTIATE_TCP_AND_SHM(suite)                               \
+  INSTANTIATE_TEST_SUITE_P(                                                \
+      Providers, suite, ::testing::Values("tcp;ofi_rxm", "shm"),           \
+      [](const ::testing::TestParamInfo<std::string>& i) {                 \
+        return i.param == "shm" ? std::string("shm") : std::string("tcp"); \
+      })
+
 #define FABPS_OPEN_OR_SKIP(var, provider, ...)              \
   std::string var##_skip;                                   \
   auto var = ::fabps::transport::testing::OpenOrSkipReason( \
