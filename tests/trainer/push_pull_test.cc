@@ -1,9 +1,10 @@
 // PServerClient::PushPull against real fabps-pserver processes: every block
 // is read back after its own push is applied (exact SGD step by step, also
 // with fewer landing slots than blocks and with trainers side by side),
-// parameters named in only one list are only pushed or only pulled, and a
-// bad argument moves nothing.
+// parameters named in only one list are only pushed or only pulled, a bad
+// argument moves nothing, and a transfer given up reads nothing more.
 #include <gtest/gtest.h>
+#include <signal.h>
 
 #include <atomic>
 #include <thread>
@@ -12,6 +13,8 @@
 #include "tests/trainer/client_params.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/transport/provider_params.h"
+#include "tests/util/proc_scan.h"
+#include "tests/util/wait_until.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::trainer {
@@ -205,6 +208,50 @@ TEST_P(PushPullTest, BadArgumentsMoveNothing) {
                 .status()
                 .code(),
             Status::Code::kFailedPrecondition);
+}
+
+// A transfer whose Wait timed out reads nothing more into the caller's
+// buffers: the pserver, frozen while the push is in flight, applies it once
+// it resumes and credits every block, and those credits finish the transfer
+// without starting its reads. The push itself is not undone.
+TEST_P(PushPullTest, AbandonedTransferReadsNothingMore) {
+  PServerCluster cluster(GetParam(), 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto c = ConnectAndInit(cluster, GetParam());
+  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  StepBuffers b;
+  b.Fill(0, 0);
+  // Registered with the pserver (the first data call's RPCs) before it
+  // freezes; then the buffers hold what no read gives again.
+  ASSERT_TRUE((*c)->GetParams(b.value_list, Deadline::InMs(kMs)).ok());
+  b.Fill(0, 0);
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGSTOP).ok());
+  ASSERT_TRUE(testing::WaitUntil(
+      [&] { return testing::AllThreadsStopped(cluster.proc(0).pid()); },
+      Deadline::InMs(10000)));
+  auto h = (*c)->PushPull(b.grad_list, b.value_list, Deadline::InMs(kMs));
+  ASSERT_TRUE(h.ok()) << h.status().ToString();
+  EXPECT_EQ((*c)->Wait(*h, Deadline::InMs(300)).code(),
+            Status::Code::kTimedOut);
+  ASSERT_TRUE(cluster.proc(0).Signal(SIGCONT).ok());
+  // Every credit comes and finishes its part (Finished records nothing
+  // and keeps the client's endpoint, which delivers them).
+  auto end = Deadline::InMs(kMs);
+  while (!PServerClient::Finished(*h, Deadline::InMs(20)))
+    ASSERT_FALSE(end.Expired()) << "the credits never came";
+  for (const auto& v : b.values) {
+    for (float x : v) ASSERT_EQ(x, -1e9f) << "a read landed after Wait gave up";
+  }
+  auto specs = Specs();
+  for (size_t p = 0; p < specs.size(); p++) {
+    std::vector<float> got(Elements(specs[p]));
+    ASSERT_TRUE((*c)->GetParams({{specs[p].name, got.data(), got.size() * 4}},
+                                Deadline::InMs(kMs))
+                    .ok());
+    for (size_t i = 0; i < got.size(); i++)
+      ASSERT_EQ(got[i], InitValue(p, i) - b.grads[p][i])
+          << specs[p].name << "[" << i << "]";
+  }
 }
 
 FABPS_INSTANTIATE_TCP_AND_SHM(PushPullTest);
