@@ -11,6 +11,7 @@
 #include <thread>
 
 #include "base/check.h"
+#include "base/copy_bytes.h"
 #include "base/thread_name.h"
 #include "pserver/sparse_rows.h"
 #include "pserver/tsan_annotations.h"
@@ -536,7 +537,7 @@ Status Shard::AccumulateLocked(Block* b, const GradientRef& g) {
   const size_t n = b->info->num_elements;
   if (g.format == GradientFormat::kDense) {
     if (b->contributors == 0) {
-      std::memcpy(acc, g.data, b->value_bytes);
+      CopyBytes(acc, g.data, b->value_bytes);
     } else {
       AddInto<T>(acc, static_cast<const T*>(g.data), n);
     }

@@ -14,6 +14,7 @@
 #include <unordered_map>
 #include <utility>
 
+#include "base/copy_bytes.h"
 #include "base/log.h"
 #include "pserver/rows_slot.h"
 #include "pserver/rpc/init_config.h"
@@ -324,8 +325,8 @@ struct PServerClient::Impl {
     h.block = b.block;
     h.step = step;
     std::memcpy(at, &h, sizeof(h));
-    std::memcpy(at + sizeof(h),
-                static_cast<const char*>(b.region->data()) + b.offset, b.bytes);
+    CopyBytes(at + sizeof(h),
+              static_cast<const char*>(b.region->data()) + b.offset, b.bytes);
     return WriteIntoSlot(b.pserver, slot, *st->mr, off, len, off,
                          {p.reg.trainer_index, slot, b.block,
                           pserver::wire::PushKind::kDenseStep},

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 
+#include "base/copy_bytes.h"
 #include "base/log.h"
 #include "base/thread_name.h"
 #include "transport/ofi/ofi_error.h"
@@ -658,9 +659,9 @@ std::optional<Result<Completion>> OfiEndpoint::DirectRma(
   char* far = m->base() + remote.share->offset + remote_offset;
   char* near = static_cast<char*>(region.data()) + offset;
   if (kind == Kind::kWrite) {
-    std::memcpy(far, near, len);
+    CopyBytes(far, near, len);
   } else {
-    std::memcpy(near, far, len);
+    CopyBytes(near, far, len);
   }
   if (kind == Kind::kRead || !immediate)
     return Result<Completion>(Completion());
