@@ -2,8 +2,9 @@
 //
 // glibc's memcpy copies from about 2 KiB up with `rep movsb`. On the AMD
 // EPYC virtual machines this project runs on (fsrm, erms), `rep movsb` moves
-// 1.6-2.7 GB/s instead of 20-28 when the destination lies 1 to 32 bytes past
-// the source modulo 64 (measured: bench/README.md, "A copy's alignment").
+// 1.6-2.8 GB/s instead of 10-32 when the destination's offset within its
+// 64-byte line is 1 to 31 bytes above the source's (bench/README.md, "A
+// copy's alignment").
 // Whether it does is a matter of where two buffers happen to start, so a
 // pull into a caller's buffer can be five times slower than the same pull
 // into another. CopyBytes copies such a pair with 16-byte loads and aligned

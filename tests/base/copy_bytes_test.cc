@@ -43,11 +43,14 @@ TEST(CopyBytes, CopiesExactlyForEveryAlignmentAndSize) {
 TEST(CopyBytes, AvoidsMemcpyOnlyWhereRepMovsbIsSlow) {
 #if defined(__x86_64__)
   alignas(64) static char buf[8192];
-  EXPECT_TRUE(CopyBytesAvoidsMemcpy(buf + 16, buf + 4096, 4000));
-  EXPECT_TRUE(CopyBytesAvoidsMemcpy(buf + 32, buf + 4096, 4000));
-  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf, buf + 4096, 4000));
-  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf + 40, buf + 4096, 4000));
-  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf + 16, buf + 4096, 1000));
+  char* src = buf + 4096;
+  EXPECT_TRUE(CopyBytesAvoidsMemcpy(buf + 16, src, 4000));
+  EXPECT_TRUE(CopyBytesAvoidsMemcpy(buf + 31, src, 4000));
+  EXPECT_TRUE(CopyBytesAvoidsMemcpy(buf + 39, src + 8, 4000));
+  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf, src, 4000));
+  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf + 32, src, 4000));
+  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf + 8, src + 40, 4000));  // below
+  EXPECT_FALSE(CopyBytesAvoidsMemcpy(buf + 16, src, 1000));      // vector code
 #else
   GTEST_SKIP() << "memcpy is used everywhere off x86-64";
 #endif
