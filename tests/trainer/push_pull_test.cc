@@ -7,6 +7,8 @@
 #include <signal.h>
 
 #include <atomic>
+#include <functional>
+#include <string>
 #include <thread>
 #include <vector>
 
@@ -58,6 +60,28 @@ struct StepBuffers {
   }
 };
 
+// Starts the cluster's pservers and a trainer that initialized them.
+Result<std::unique_ptr<PServerClient>> StartAndInit(
+    PServerCluster& cluster, const std::string& provider) {
+  FABPS_RETURN_IF_ERROR(cluster.StartAll());
+  return ConnectAndInit(cluster, provider);
+}
+
+// Pulls every parameter of Specs() and expects element i of parameter p to
+// be want(p, i).
+void ExpectPulled(PServerClient* c,
+                  const std::function<float(size_t, size_t)>& want) {
+  auto specs = Specs();
+  for (size_t p = 0; p < specs.size(); p++) {
+    std::vector<float> got(Elements(specs[p]));
+    ASSERT_TRUE(c->GetParams({{specs[p].name, got.data(), got.size() * 4}},
+                             Deadline::InMs(kMs))
+                    .ok());
+    for (size_t i = 0; i < got.size(); i++)
+      ASSERT_EQ(got[i], want(p, i)) << specs[p].name << "[" << i << "]";
+  }
+}
+
 // One trainer, step by step: what each PushPull reads is exactly the
 // values after that step's push, in every block. Two landing slots per
 // pserver for "many"'s 4 blocks: pushes wait for credits while the reads
@@ -67,8 +91,7 @@ struct StepBuffers {
 TEST_P(PushPullTest, EachBlockIsReadAfterItsPushIsApplied) {
   PServerCluster cluster(
       GetParam(), 2, {"--slots-per-trainer", "2", "--inline-apply-kb", "0"});
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
+  auto c = StartAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   auto specs = Specs();
   std::vector<std::vector<float>> want(specs.size());
@@ -125,29 +148,20 @@ TEST_P(PushPullTest, TrainersSideBySideAreExact) {
   }
   for (auto& th : threads) th.join();
   ASSERT_EQ(failures.load(), 0);
-  auto specs = Specs();
-  for (size_t p = 0; p < specs.size(); p++) {
-    std::vector<float> got(Elements(specs[p]));
-    ASSERT_TRUE(clients[1]
-                    ->GetParams({{specs[p].name, got.data(), got.size() * 4}},
-                                Deadline::InMs(kMs))
-                    .ok());
-    for (size_t i = 0; i < got.size(); i++) {
-      float want = InitValue(p, i);
-      for (int t = 0; t < kTrainers; t++)
-        for (int step = 0; step < kSteps; step++)
-          want -= GradValue(t, step, p, i);
-      ASSERT_EQ(got[i], want) << specs[p].name << "[" << i << "]";
-    }
-  }
+  ExpectPulled(clients[1].get(), [&](size_t p, size_t i) {
+    float want = InitValue(p, i);
+    for (int t = 0; t < kTrainers; t++)
+      for (int step = 0; step < kSteps; step++)
+        want -= GradValue(t, step, p, i);
+    return want;
+  });
 }
 
 // A parameter only in `grads` is pushed and not read; one only in `params`
 // is read at once, whatever the pushes do.
 TEST_P(PushPullTest, ParametersInOneListAreOnlyPushedOrOnlyPulled) {
   PServerCluster cluster(GetParam(), 2);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
+  auto c = StartAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   StepBuffers b;
   b.Fill(0, 0);
@@ -173,8 +187,7 @@ TEST_P(PushPullTest, ParametersInOneListAreOnlyPushedOrOnlyPulled) {
 // read. Sync pservers refuse a PushPull (it has no step).
 TEST_P(PushPullTest, BadArgumentsMoveNothing) {
   PServerCluster cluster(GetParam(), 1);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
+  auto c = StartAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   StepBuffers b;
   b.Fill(0, 0);
@@ -190,19 +203,10 @@ TEST_P(PushPullTest, BadArgumentsMoveNothing) {
   for (const auto& v : b.values) {
     for (float x : v) ASSERT_EQ(x, -1e9f);
   }
-  auto specs = Specs();
-  for (size_t p = 0; p < specs.size(); p++) {
-    std::vector<float> got(Elements(specs[p]));
-    ASSERT_TRUE((*c)->GetParams({{specs[p].name, got.data(), got.size() * 4}},
-                                Deadline::InMs(kMs))
-                    .ok());
-    for (size_t i = 0; i < got.size(); i++)
-      ASSERT_EQ(got[i], InitValue(p, i)) << specs[p].name << "[" << i << "]";
-  }
+  ExpectPulled(c->get(), InitValue);
 
   PServerCluster sync(GetParam(), 1, {"--mode", "sync", "--num-trainers", "1"});
-  ASSERT_TRUE(sync.StartAll().ok());
-  auto s = ConnectAndInit(sync, GetParam());
+  auto s = StartAndInit(sync, GetParam());
   ASSERT_TRUE(s.ok()) << s.status().ToString();
   EXPECT_EQ((*s)->PushPull(b.grad_list, b.value_list, Deadline::InMs(kMs))
                 .status()
@@ -216,8 +220,7 @@ TEST_P(PushPullTest, BadArgumentsMoveNothing) {
 // without starting its reads. The push itself is not undone.
 TEST_P(PushPullTest, AbandonedTransferReadsNothingMore) {
   PServerCluster cluster(GetParam(), 1);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = ConnectAndInit(cluster, GetParam());
+  auto c = StartAndInit(cluster, GetParam());
   ASSERT_TRUE(c.ok()) << c.status().ToString();
   StepBuffers b;
   b.Fill(0, 0);
@@ -242,16 +245,9 @@ TEST_P(PushPullTest, AbandonedTransferReadsNothingMore) {
   for (const auto& v : b.values) {
     for (float x : v) ASSERT_EQ(x, -1e9f) << "a read landed after Wait gave up";
   }
-  auto specs = Specs();
-  for (size_t p = 0; p < specs.size(); p++) {
-    std::vector<float> got(Elements(specs[p]));
-    ASSERT_TRUE((*c)->GetParams({{specs[p].name, got.data(), got.size() * 4}},
-                                Deadline::InMs(kMs))
-                    .ok());
-    for (size_t i = 0; i < got.size(); i++)
-      ASSERT_EQ(got[i], InitValue(p, i) - b.grads[p][i])
-          << specs[p].name << "[" << i << "]";
-  }
+  ExpectPulled(c->get(), [&](size_t p, size_t i) {
+    return InitValue(p, i) - b.grads[p][i];
+  });
 }
 
 FABPS_INSTANTIATE_TCP_AND_SHM(PushPullTest);
