@@ -159,6 +159,10 @@ TEST_P(LeaseLockTest, StoreGoneForLongerThanTheTtlLosesTheLock) {
   ASSERT_TRUE(env_->etcd()->Stop().ok());
   EXPECT_TRUE(WaitUntil([&] { return !(*la)->held(); }, D(10000)))
       << "kept acting as owner with etcd down";
+  // held() turns false first, then on_lost runs (on the keep-alive's
+  // thread): wait for it rather than read it at once.
+  EXPECT_TRUE(WaitUntil([&] { return lost.load() > 0; }, D(10000)))
+      << "on_lost never ran";
   EXPECT_EQ(lost.load(), 1);
   ASSERT_TRUE(env_->etcd()->Restart().ok());
   // After etcd is back the lock can be taken again (the old lease expired).
