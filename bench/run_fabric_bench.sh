@@ -77,9 +77,10 @@ memcpy_gbs() {
   "$bench" -t memcpy -S 4194304 --json | field 4194304 MB_per_sec | awk '{print $1/1000}'
 }
 
-# ROW: runs FABPS_CMD and REF_CMD (shell functions printing one number)
-# REPEAT times, alternating which goes first, and prints one table row:
-# both series, the ratio of each round (fabps / reference) and their median.
+# row PROV METRIC REF_NAME TARGET OURS_FN REF_FN: runs the shell functions
+# OURS_FN (fabps) and REF_FN (its reference), each printing one number,
+# REPEAT times, taking turns to go first, and prints one table row: both
+# series, the ratio of each round (fabps / reference) and their median.
 row() {
   local prov="$1" metric="$2" ref_name="$3" target="$4" ours_fn="$5" ref_fn="$6"
   local ours=() refs=() r o f
