@@ -14,9 +14,9 @@
 namespace fabps::fuzz {
 
 inline std::unique_ptr<pserver::Shard> MakeCheckpointShard() {
-  using pserver::DType;
-  using pserver::RuleKind;
-  auto layout = pserver::Layout::Build({{"a", DType::kFloat32, {40}},
+  using protocol::DType;
+  using protocol::RuleKind;
+  auto layout = protocol::Layout::Build({{"a", DType::kFloat32, {40}},
                                         {"b", DType::kFloat64, {3, 5}},
                                         {"c", DType::kFloat32, {7}},
                                         {"d", DType::kFloat32, {2, 9}}},
@@ -91,15 +91,15 @@ inline bool FixCheckpointCrcs(const pserver::Shard& shard, std::string* s) {
   size_t at = kFixed + layout_len + 4;
   StoreCrc(s, 0, at);
   at += 4;
-  const pserver::Layout& l = shard.layout();
+  const protocol::Layout& l = shard.layout();
   for (uint32_t id : shard.block_ids()) {
     if (s->size() - at < kRecordHeader) return true;
     uint32_t slots = Load32(*s, at + 12);
     if (slots > 2) return true;
-    const pserver::BlockInfo& b = l.blocks()[id];
+    const protocol::BlockInfo& b = l.blocks()[id];
     size_t len =
         kRecordHeader + b.num_elements *
-                            pserver::DTypeSize(l.params()[b.param].dtype) *
+                            protocol::DTypeSize(l.params()[b.param].dtype) *
                             (1 + slots);
     if (s->size() - at < len + 4) return true;
     StoreCrc(s, at, at + len);

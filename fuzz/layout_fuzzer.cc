@@ -7,21 +7,21 @@
 #include <string>
 
 #include "fuzz/fuzz_util.h"
-#include "pserver/layout.h"
+#include "protocol/layout.h"
 
 namespace {
 
 namespace pserver = fabps::pserver;
 
 void Decode(const std::string& bytes) {
-  auto layout = pserver::Layout::Decode(bytes.data(), bytes.size());
+  auto layout = protocol::Layout::Decode(bytes.data(), bytes.size());
   if (!layout.ok()) return;
   FABPS_FUZZ_CHECK(layout->Encode() == bytes);
-  FABPS_FUZZ_CHECK(pserver::Layout::DescribeDifference(*layout, *layout) == "");
+  FABPS_FUZZ_CHECK(protocol::Layout::DescribeDifference(*layout, *layout) == "");
   uint64_t blocks = 0;
   for (uint32_t p = 0; p < layout->params().size(); ++p) {
     FABPS_FUZZ_CHECK(layout->FindParam(layout->params()[p].name).value() == p);
-    const pserver::BlockInfo& first = layout->blocks()[layout->FirstBlockOf(p)];
+    const protocol::BlockInfo& first = layout->blocks()[layout->FirstBlockOf(p)];
     FABPS_FUZZ_CHECK(first.param == p && first.index_in_param == 0);
   }
   // BlocksOf scans every block: only for small layouts.
@@ -30,7 +30,7 @@ void Decode(const std::string& bytes) {
       blocks += layout->BlocksOf(s).size();
     FABPS_FUZZ_CHECK(blocks == layout->num_blocks());
   }
-  for (const pserver::BlockInfo& b : layout->blocks()) {
+  for (const protocol::BlockInfo& b : layout->blocks()) {
     FABPS_FUZZ_CHECK(b.num_elements > 0 && b.pserver < layout->num_pservers());
   }
 }

@@ -30,7 +30,8 @@
 #include "fuzz/fuzz_util.h"
 #include "pserver/checkpoint.h"
 #include "pserver/rpc/init_config.h"
-#include "pserver/wire.h"
+#include "protocol/slot_codec.h"
+#include "protocol/wire.h"
 #include "recordio/writer.h"
 #include "thrift_gen/master/Master.h"
 #include "thrift_gen/pserver/PServer.h"
@@ -98,13 +99,13 @@ void CheckpointSeeds() {
     std::remove(info->path.c_str());
   };
   save("zeros", 1);
-  const pserver::Layout& l = shard->layout();
+  const protocol::Layout& l = shard->layout();
   for (uint32_t id : shard->block_ids()) {
-    const pserver::BlockInfo& b = l.blocks()[id];
+    const protocol::BlockInfo& b = l.blocks()[id];
     std::vector<double> v(b.num_elements);
     for (size_t i = 0; i < v.size(); ++i) v[i] = std::sin(id + 0.1 * i);
     std::vector<float> f(v.begin(), v.end());
-    bool f32 = l.params()[b.param].dtype == pserver::DType::kFloat32;
+    bool f32 = l.params()[b.param].dtype == protocol::DType::kFloat32;
     FABPS_FUZZ_CHECK(
         shard
             ->InitBlock(id, f32 ? static_cast<const void*>(f.data()) : v.data(),
@@ -114,8 +115,8 @@ void CheckpointSeeds() {
   save("initialized", 2);
   for (int step = 0; step < 3; ++step) {
     for (uint32_t id : shard->block_ids()) {
-      const pserver::BlockInfo& b = l.blocks()[id];
-      bool f32 = l.params()[b.param].dtype == pserver::DType::kFloat32;
+      const protocol::BlockInfo& b = l.blocks()[id];
+      bool f32 = l.params()[b.param].dtype == protocol::DType::kFloat32;
       std::vector<double> g(b.num_elements, 0.25 * (step + 1));
       std::vector<float> gf(g.begin(), g.end());
       pserver::GradientRef gr;
@@ -129,12 +130,12 @@ void CheckpointSeeds() {
   rmdir(tmp.c_str());
 }
 
-std::vector<pserver::Layout> SeedLayouts() {
-  using pserver::DType;
-  std::vector<pserver::Layout> out;
-  auto add = [&](std::vector<pserver::ParamSpec> params, uint64_t block,
+std::vector<protocol::Layout> SeedLayouts() {
+  using protocol::DType;
+  std::vector<protocol::Layout> out;
+  auto add = [&](std::vector<protocol::ParamSpec> params, uint64_t block,
                  uint32_t n) {
-    auto l = pserver::Layout::Build(std::move(params), block, n);
+    auto l = protocol::Layout::Build(std::move(params), block, n);
     FABPS_FUZZ_CHECK(l.ok());
     out.push_back(std::move(l).value());
   };
@@ -148,7 +149,7 @@ std::vector<pserver::Layout> SeedLayouts() {
 }
 
 void LayoutSeeds() {
-  std::vector<pserver::Layout> layouts = SeedLayouts();
+  std::vector<protocol::Layout> layouts = SeedLayouts();
   for (size_t i = 0; i < layouts.size(); ++i)
     Put("layout_fuzzer", "layout-" + std::to_string(i), layouts[i].Encode());
   Put("layout_fuzzer", "checkpoint-shard",
@@ -156,7 +157,7 @@ void LayoutSeeds() {
 }
 
 void WireSeeds() {
-  namespace wire = pserver::wire;
+  namespace wire = protocol::wire;
   auto u64 = [](uint64_t v) {
     return std::string(reinterpret_cast<char*>(&v), 8);
   };
@@ -175,6 +176,20 @@ void WireSeeds() {
       u64(wire::EncodeCredit(
           {0xFFFF, 255, fabps::Status::Code::kInvalidArgument, 7})) +
           u64(wire::EncodePush({1, 1, 1})));
+  // Whole slots for block 1 of the fuzzer's [10, 4] table (rows 4..7).
+  std::vector<uint64_t> slot(16, 0);
+  const uint64_t ids[2] = {5, 4};
+  auto slot_bytes = [&](size_t n) {
+    return std::string(reinterpret_cast<char*>(slot.data()), n);
+  };
+  size_t n = protocol::EncodeRowsSlot(slot.data(), wire::PushKind::kRows, 1, 0,
+                                      ids, 2);
+  Put("wire_fuzzer", "slot-rows", slot_bytes(n + 2 * 16));
+  n = protocol::EncodeRowsSlot(slot.data(), wire::PushKind::kRowsStep, 1, 9,
+                               ids, 2);
+  Put("wire_fuzzer", "slot-rows-step", slot_bytes(n + 2 * 16));
+  protocol::EncodeDenseStepHeader(slot.data(), 1, 9);
+  Put("wire_fuzzer", "slot-dense-step", slot_bytes(64));
 }
 
 template <typename T>
@@ -189,10 +204,10 @@ std::string Thrift(uint8_t selector, const T& value) {
 void ControlPlaneSeeds() {
   const char* t = "control_plane_fuzzer";
   pserver::InitSpec spec{SeedLayouts()[0], {}, {}};
-  spec.default_rule.kind = pserver::RuleKind::kMomentum;
+  spec.default_rule.kind = protocol::RuleKind::kMomentum;
   spec.default_rule.learning_rate = 0.05;
   spec.default_rule.momentum = 0.9;
-  spec.rules["b"].kind = pserver::RuleKind::kAdam;
+  spec.rules["b"].kind = protocol::RuleKind::kAdam;
   spec.rules["b"].learning_rate = 0.001;
   ps::InitConfig config = pserver::InitSpecToThrift(spec);
   FABPS_FUZZ_CHECK(pserver::InitSpecFromThrift(config).ok());

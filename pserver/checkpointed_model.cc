@@ -9,8 +9,12 @@
 #include "base/log.h"
 #include "pserver/checkpoint.h"
 #include "pserver/file_io.h"
+#include "protocol/model_format.h"
+#include "safetensors/safetensors.h"
 
 namespace fabps::pserver {
+
+namespace st = ::fabps::safetensors;
 namespace {
 
 // The file's layout, once it has verified completely (the whole file read).
@@ -34,10 +38,8 @@ Status Gather(const std::string& path, CheckpointedModel* model) {
     const int slots = StateSlots(v.rule);
     if (p.values.empty()) {
       const ParamSpec& spec = layout.params()[v.info->param];
-      uint64_t elements = 1;
-      for (uint64_t d : spec.shape) elements *= d;
       p.rule = v.rule;
-      p.values.assign(elements * DTypeSize(spec.dtype), '\0');
+      p.values.assign(ByteCount(spec), '\0');
       for (int k = 0; k < slots; ++k) p.state[k].assign(p.values.size(), '\0');
     } else if (p.rule != v.rule) {
       return Status::Corruption(
@@ -144,6 +146,28 @@ Result<CheckpointedModel> ReadNewestCheckpoints(
     FABPS_RETURN_IF_ERROR(Gather(path, &model));
   }
   return model;
+}
+
+Status WriteCheckpointedModel(const CheckpointedModel& model,
+                              const std::string& path,
+                              const std::string& state_path,
+                              const std::string& source) {
+  std::vector<st::TensorToWrite> tensors, state;
+  for (size_t i = 0; i < model.params.size(); ++i) {
+    const ParamSpec& spec = model.layout.params()[i];
+    const CheckpointedParam& p = model.params[i];
+    const char* dtype = protocol::SafetensorsDType(spec.dtype);
+    tensors.push_back(
+        {spec.name, dtype, spec.shape, p.values.data(), p.values.size()});
+    const std::vector<std::string> slots = protocol::StateTensorSuffixes(p.rule);
+    for (size_t k = 0; k < slots.size(); ++k) {
+      state.push_back({spec.name + "/" + slots[k], dtype, spec.shape,
+                       p.state[k].data(), p.state[k].size()});
+    }
+  }
+  FABPS_RETURN_IF_ERROR(st::WriteFile(path, tensors, protocol::ModelMetadata(source)));
+  if (state_path.empty()) return Status::OK();
+  return st::WriteFile(state_path, state, protocol::ModelMetadata(source));
 }
 
 }  // namespace fabps::pserver

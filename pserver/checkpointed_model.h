@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/layout.h"
+#include "pserver/protocol_types.h"
 #include "pserver/update_rule.h"
 
 namespace fabps::pserver {
@@ -47,6 +47,15 @@ struct CheckpointedModel {
 // Corruption or FailedPrecondition naming every file tried otherwise.
 Result<CheckpointedModel> ReadNewestCheckpoints(
     const std::vector<std::string>& dirs);
+
+// Writes the parameters of `model` to `path` as a model file
+// (protocol/model_format.h) and, when `state_path` is not empty, their
+// optimizer state to `state_path` (a parameter trained by plain SGD has
+// none). `source` goes into the metadata.
+Status WriteCheckpointedModel(const CheckpointedModel& model,
+                              const std::string& path,
+                              const std::string& state_path,
+                              const std::string& source);
 
 }  // namespace fabps::pserver
 

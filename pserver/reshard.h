@@ -25,7 +25,7 @@
 #include "base/status.h"
 #include "pserver/checkpoint.h"
 #include "pserver/checkpointed_model.h"
-#include "pserver/layout.h"
+#include "pserver/protocol_types.h"
 #include "pserver/shard.h"
 
 namespace fabps::pserver {

@@ -73,7 +73,7 @@
 #include "base/status.h"
 #include "pserver/arena.h"
 #include "pserver/gradient.h"
-#include "pserver/layout.h"
+#include "pserver/protocol_types.h"
 #include "pserver/update_rule.h"
 
 namespace fabps::pserver {

@@ -1,17 +1,7 @@
-// The sparse-rows gradient format: some rows of one block, for
-// embedding-like parameters where a step touches few rows.
-//
-// Bytes (little-endian), as a trainer writes them into a landing slot:
-//   u64 k                  number of rows that follow (>= 1)
-//   u64 row_id[k]          parameter row indices (not block-relative); each
-//                          must be inside the block; duplicates are allowed
-//                          and their rows add up
-//   T   values[k * R]      row i's gradient is values[i*R .. i*R+R)
-// with R = BlockInfo::row_elements and T the parameter's element type. The
-// buffer must be 8-byte aligned and exactly 8 + k*8 + k*R*sizeof(T) bytes.
-//
-// Rules apply only to the rows present ("lazy" updates): untouched rows keep
-// their values and optimizer state, and weight decay skips them too.
+// Summing the rows of a sparse-rows gradient (protocol/sparse_rows.h has the
+// format) before a rule applies them: rules apply only to the rows present
+// ("lazy" updates): untouched rows keep their values and optimizer state,
+// and weight decay skips them too.
 #ifndef FABPS_PSERVER_SPARSE_ROWS_H_
 #define FABPS_PSERVER_SPARSE_ROWS_H_
 
@@ -20,34 +10,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/layout.h"
+#include "pserver/protocol_types.h"
+#include "protocol/sparse_rows.h"
 
 namespace fabps::pserver {
-
-// A validated view into caller bytes; valid while those bytes are.
-struct SparseRowsView {
-  uint64_t num_rows = 0;
-  const uint64_t* row_ids = nullptr;
-  const void* values = nullptr;
-};
-
-// Size in bytes of a sparse-rows gradient of k rows.
-inline size_t SparseRowsBytes(uint64_t k, uint64_t row_elements,
-                              size_t elem_size) {
-  return 8 + k * 8 + k * row_elements * elem_size;
-}
-
-// Validates bytes received for `block` (length, alignment, row ids inside
-// the block). InvalidArgument with the reason otherwise.
-Result<SparseRowsView> ParseSparseRows(const void* data, size_t bytes,
-                                       const BlockInfo& block,
-                                       size_t elem_size);
-
-// Builds the bytes of a sparse-rows gradient (for trainers and tests).
-// `values` holds ids.size() * row_elements elements of elem_size bytes.
-std::string EncodeSparseRows(const std::vector<uint64_t>& ids,
-                             const void* values, uint64_t row_elements,
-                             size_t elem_size);
 
 // Sums duplicate ids: fills `rows` with the distinct block-relative row
 // indices in ascending order and `summed` with their summed gradients

@@ -19,6 +19,9 @@
 // Arithmetic is done in the parameter's element type; the scalars above are
 // rounded to it once per update.
 //
+// The configuration, its validation and the rule names are the protocol
+// library's (protocol/rule_config.h): trainers choose them.
+//
 // Optimizer state lives next to the values in the shard arena: StateSlots()
 // arrays of the same length and type as the values (v; m and s; s), zero at
 // start except AdaGrad's s which starts at adagrad_initial.
@@ -29,49 +32,10 @@
 #include <string>
 
 #include "base/status.h"
+#include "pserver/protocol_types.h"
+#include "protocol/rule_config.h"
 
 namespace fabps::pserver {
-
-// Numbers are stable (they are written into checkpoints).
-enum class RuleKind : uint32_t {
-  kSgd = 0,
-  kMomentum = 1,
-  kNesterov = 2,
-  kAdam = 3,
-  kAdaGrad = 4,
-};
-
-enum class LrSchedule : uint32_t {
-  kConstant = 0,
-  // lr goes linearly from learning_rate at t = 1 to final_learning_rate at
-  // t = decay_steps, then stays there.
-  kLinearDecay = 1,
-};
-
-struct UpdateRuleConfig {
-  RuleKind kind = RuleKind::kSgd;
-  double learning_rate = 0.01;
-  LrSchedule schedule = LrSchedule::kConstant;
-  double final_learning_rate = 0.0;  // kLinearDecay only
-  uint64_t decay_steps = 0;          // kLinearDecay only; >= 1
-  double momentum = 0.9;             // kMomentum, kNesterov
-  double beta1 = 0.9;                // kAdam
-  double beta2 = 0.999;              // kAdam
-  double epsilon = 1e-8;             // kAdam, kAdaGrad
-  double adagrad_initial = 0.0;      // kAdaGrad: start value of s
-  double weight_decay = 0.0;         // 0: off
-  double clip_value = 0.0;           // 0: off
-  double clip_norm = 0.0;            // 0: off
-};
-
-// OK, or InvalidArgument naming the field: finite values, lr >= 0,
-// momentum/betas in [0, 1), epsilon > 0 where used, clips and decay >= 0,
-// decay_steps >= 1 for kLinearDecay.
-Status ValidateRuleConfig(const UpdateRuleConfig& config);
-
-// Number of state arrays the rule keeps per block (0, 1 or 2).
-int StateSlots(RuleKind kind);
-const char* RuleName(RuleKind kind);
 
 // Learning rate of the t-th update (t >= 1).
 double LearningRateAt(const UpdateRuleConfig& config, uint64_t t);

@@ -4,31 +4,24 @@
 #include <string>
 #include <utility>
 
-#include "pserver/dtype.h"
+#include "protocol/dtype.h"
 
 namespace fabps::trainer {
 
 namespace {
 
 // The layout index of `p`'s parameter, after checking the buffer's size.
-Result<uint32_t> CheckBuffer(const pserver::Layout& layout,
+Result<uint32_t> CheckBuffer(const protocol::Layout& layout,
                              const ParamBuffer& p) {
   FABPS_ASSIGN_OR_RETURN(uint32_t idx, layout.FindParam(p.name));
-  const auto& spec = layout.params()[idx];
-  uint64_t elements = 1;
-  for (uint64_t d : spec.shape) elements *= d;
-  uint64_t want = elements * pserver::DTypeSize(spec.dtype);
-  if (p.bytes != want || p.data == nullptr) {
-    return Status::InvalidArgument(
-        "parameter '" + p.name + "' has " + std::to_string(want) +
-        " bytes, buffer has " + std::to_string(p.bytes));
-  }
+  FABPS_RETURN_IF_ERROR(
+      protocol::CheckParamBuffer(layout.params()[idx], p.data, p.bytes));
   return idx;
 }
 
 }  // namespace
 
-Status WalkBlocks(const pserver::Layout& layout,
+Status WalkBlocks(const protocol::Layout& layout,
                   transport::RegistrationCache& cache,
                   const std::vector<ParamBuffer>& buffers,
                   const std::function<Status(const BlockSpan&)>& visit) {
@@ -45,7 +38,7 @@ Status WalkBlocks(const pserver::Layout& layout,
     const transport::MemoryRegion& region = *checked[i].second;
     size_t base = static_cast<size_t>(static_cast<char*>(buffers[i].data) -
                                       static_cast<char*>(region.data()));
-    size_t esize = pserver::DTypeSize(layout.params()[param].dtype);
+    size_t esize = protocol::DTypeSize(layout.params()[param].dtype);
     for (uint32_t id = layout.FirstBlockOf(param);
          id < layout.num_blocks() && layout.blocks()[id].param == param; id++) {
       const auto& b = layout.blocks()[id];

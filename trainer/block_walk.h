@@ -17,7 +17,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/layout.h"
+#include "protocol/layout.h"
 #include "trainer/pserver_client.h"
 #include "transport/registration_cache.h"
 
@@ -35,7 +35,7 @@ struct BlockSpan {
   size_t bytes = 0;
 };
 
-Status WalkBlocks(const pserver::Layout& layout,
+Status WalkBlocks(const protocol::Layout& layout,
                   transport::RegistrationCache& cache,
                   const std::vector<ParamBuffer>& buffers,
                   const std::function<Status(const BlockSpan&)>& visit);

@@ -16,9 +16,9 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "coord/store.h"
-#include "pserver/dtype.h"
-#include "pserver/layout.h"
-#include "pserver/update_rule.h"
+#include "protocol/dtype.h"
+#include "protocol/layout.h"
+#include "protocol/rule_config.h"
 #include "trainer/fabps_c.h"
 #include "trainer/pserver_client.h"
 
@@ -74,8 +74,8 @@ Status RuleFromC(const fabps_update_rule& r, UpdateRuleConfig* out) {
                                    std::to_string(schedule));
   }
   UpdateRuleConfig c;
-  c.kind = static_cast<fabps::pserver::RuleKind>(kind);
-  c.schedule = static_cast<fabps::pserver::LrSchedule>(schedule);
+  c.kind = static_cast<fabps::protocol::RuleKind>(kind);
+  c.schedule = static_cast<fabps::protocol::LrSchedule>(schedule);
   c.learning_rate = r.learning_rate;
   c.final_learning_rate = r.final_learning_rate;
   c.decay_steps = r.decay_steps;
@@ -87,7 +87,7 @@ Status RuleFromC(const fabps_update_rule& r, UpdateRuleConfig* out) {
   c.weight_decay = r.weight_decay;
   c.clip_value = r.clip_value;
   c.clip_norm = r.clip_norm;
-  Status s = fabps::pserver::ValidateRuleConfig(c);
+  Status s = fabps::protocol::ValidateRuleConfig(c);
   if (!s.ok()) return s;
   *out = c;
   return Status::OK();
@@ -112,13 +112,6 @@ Status SplitAddresses(const char* addrs, std::vector<std::string>* out) {
     start = comma + 1;
   }
   return Status::OK();
-}
-
-// Bytes of a parameter as the layout knows it.
-uint64_t ParamBytes(const fabps::pserver::ParamSpec& spec) {
-  uint64_t n = 1;
-  for (uint64_t d : spec.shape) n *= d;
-  return n * fabps::pserver::DTypeSize(spec.dtype);
 }
 
 }  // namespace
@@ -176,17 +169,9 @@ struct fabps_pserver_client {
         return Fail(FABPS_ERR_NOT_FOUND,
                     at + ": no parameter named '" + names[i] + "'");
       }
-      uint64_t want = ParamBytes((*layout)->params()[*idx]);
-      if (bufs[i] == nullptr) {
-        return Fail(FABPS_ERR_ARGUMENT,
-                    at + ": NULL buffer for '" + names[i] + "'");
-      }
-      if (bytes[i] != want) {
-        return Fail(FABPS_ERR_ARGUMENT, at + ": parameter '" + names[i] +
-                                            "' has " + std::to_string(want) +
-                                            " bytes, buffer has " +
-                                            std::to_string(bytes[i]));
-      }
+      Status fits = fabps::protocol::CheckParamBuffer(
+          (*layout)->params()[*idx], bufs[i], bytes[i], at);
+      if (!fits.ok()) return Fail(FABPS_ERR_ARGUMENT, fits.message());
       out->push_back({names[i], bufs[i], bytes[i]});
     }
     return FABPS_OK;
@@ -299,7 +284,7 @@ int fabps_pserver_options_set_store(fabps_pserver_options* o,
 int fabps_pserver_options_set_block_elements(fabps_pserver_options* o,
                                              uint64_t block_elements) {
   return GuardedOptions(o, "fabps_pserver_options_set_block_elements", [&] {
-    if (block_elements == 0 || block_elements > Layout::kMaxParamElements) {
+    if (block_elements == 0 || block_elements > fabps::protocol::kMaxParamElements) {
       return ThreadFail(FABPS_ERR_ARGUMENT,
                         "fabps_pserver_options_set_block_elements: "
                         "block_elements must be in [1, 2^48]");
@@ -437,10 +422,8 @@ int fabps_init_param(fabps_pserver_client* c, const char* name,
                      "fabps_init_param: only after fabps_begin_init_params "
                      "returned 1 and before fabps_finish_init_params");
     }
-    if (name == nullptr || name[0] == '\0' ||
-        std::strlen(name) > Layout::kMaxNameBytes) {
-      return c->Fail(FABPS_ERR_ARGUMENT,
-                     "fabps_init_param: name must have 1..1024 bytes");
+    if (name == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_init_param: NULL name");
     }
     std::string at = std::string("fabps_init_param '") + name + "': ";
     int t = static_cast<int>(type);
@@ -452,33 +435,21 @@ int fabps_init_param(fabps_pserver_client* c, const char* name,
       return c->Fail(FABPS_ERR_ARGUMENT,
                      at + "unknown element type " + std::to_string(t));
     }
-    if (rank < 0 || rank > static_cast<int>(Layout::kMaxRank)) {
+    if (rank < 0 || rank > static_cast<int>(fabps::protocol::kMaxRank)) {
       return c->Fail(FABPS_ERR_ARGUMENT, at + "rank must be in [0, 8]");
     }
     if (rank > 0 && shape == nullptr) {
       return c->Fail(FABPS_ERR_ARGUMENT, at + "NULL shape");
     }
-    fabps::pserver::ParamSpec spec;
+    fabps::protocol::ParamSpec spec;
     spec.name = name;
     spec.dtype = static_cast<DType>(t);
-    uint64_t elements = 1;
-    for (int i = 0; i < rank; ++i) {
-      if (shape[i] == 0 || shape[i] > Layout::kMaxParamElements ||
-          elements > Layout::kMaxParamElements / shape[i]) {
-        return c->Fail(FABPS_ERR_ARGUMENT,
-                       at + "dimensions must be >= 1 with at most 2^48 "
-                            "elements in all");
-      }
-      elements *= shape[i];
-      spec.shape.push_back(shape[i]);
+    spec.shape.assign(shape, shape + rank);
+    Status valid = fabps::protocol::CheckParamSpec(spec);
+    if (valid.ok()) {
+      valid = fabps::protocol::CheckParamBuffer(spec, data, bytes);
     }
-    uint64_t want = elements * fabps::pserver::DTypeSize(spec.dtype);
-    if (data == nullptr || bytes != want) {
-      return c->Fail(FABPS_ERR_ARGUMENT,
-                     at + "needs " + std::to_string(want) + " bytes of data, " +
-                         (data == nullptr ? std::string("got NULL")
-                                          : "got " + std::to_string(bytes)));
-    }
+    if (!valid.ok()) return c->Fail(FABPS_ERR_ARGUMENT, at + valid.message());
     Status s = c->client->InitParam(spec, data, bytes);
     if (!s.ok()) return c->Fail(s);
     c->init_params++;

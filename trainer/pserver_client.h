@@ -15,10 +15,10 @@
 //   (*c)->Wait(*r, deadline);                  // w holds the values
 //
 // Every name a user needs is in fabps::trainer (DType, ParamSpec,
-// UpdateRuleConfig, RuleKind, LrSchedule, Layout, TrainerId): no pserver::
+// UpdateRuleConfig, RuleKind, LrSchedule, Layout, TrainerId): no protocol::
 // type has to be spelled.
 //
-// Data path: the client computes the layout (pserver/layout.h) like the
+// Data path: the client computes the layout (protocol/layout.h) like the
 // pservers do, and moves each block straight between the caller's buffer
 // and the owning pserver by one-sided RMA: a push writes the block into one
 // of this trainer's landing slots on the pserver, a pull reads it from the
@@ -67,23 +67,23 @@
 
 #include "base/deadline.h"
 #include "base/status.h"
-#include "pserver/dtype.h"
-#include "pserver/layout.h"
-#include "pserver/update_rule.h"
+#include "protocol/dtype.h"
+#include "protocol/layout.h"
+#include "protocol/rule_config.h"
 #include "trainer/trainer_id.h"
 
 namespace fabps::trainer {
 
-// The pserver library's types as the trainer API names them.
-using DType = pserver::DType;
-using ParamSpec = pserver::ParamSpec;
-using Layout = pserver::Layout;
-using UpdateRuleConfig = pserver::UpdateRuleConfig;
-using RuleKind = pserver::RuleKind;
-using LrSchedule = pserver::LrSchedule;
-using pserver::DTypeSize;
-using pserver::RuleName;
-using pserver::ValidateRuleConfig;
+// The protocol library's types as the trainer API names them.
+using DType = protocol::DType;
+using ParamSpec = protocol::ParamSpec;
+using Layout = protocol::Layout;
+using UpdateRuleConfig = protocol::UpdateRuleConfig;
+using RuleKind = protocol::RuleKind;
+using LrSchedule = protocol::LrSchedule;
+using protocol::DTypeSize;
+using protocol::RuleName;
+using protocol::ValidateRuleConfig;
 
 struct PServerClientOptions {
   std::vector<std::string> addresses;  // "host:port" of pserver 0, 1, ...

@@ -2,7 +2,7 @@
 
 #include <thread>
 
-#include "pserver/wire.h"
+#include "protocol/wire.h"
 
 namespace fabps::trainer {
 
@@ -61,10 +61,10 @@ Result<PServerRegistration> PServerConnection::Register(
       deadline, 50));
   std::string me = "pserver " + std::to_string(index_);
   if (reg.num_slots < 1 ||
-      reg.num_slots > static_cast<int32_t>(pserver::wire::kMaxSlots) ||
+      reg.num_slots > static_cast<int32_t>(protocol::wire::kMaxSlots) ||
       reg.slot_bytes <= 0 || reg.trainer_index < 0 ||
       reg.trainer_index >
-          static_cast<int32_t>(pserver::wire::kMaxTrainerIndex) ||
+          static_cast<int32_t>(protocol::wire::kMaxTrainerIndex) ||
       reg.pserver_index != static_cast<int32_t>(index_) ||
       (reg.mode != 0 && reg.mode != 1) || reg.num_trainers < 0 ||
       reg.sync_step < 0) {

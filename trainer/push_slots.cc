@@ -3,7 +3,7 @@
 #include <string>
 
 #include "base/log.h"
-#include "pserver/wire.h"
+#include "protocol/wire.h"
 
 namespace fabps::trainer {
 
@@ -78,7 +78,7 @@ void PushSlots::ReleaseHeld(uint32_t pserver, uint32_t slot,
 }
 
 void PushSlots::OnCredit(uint64_t imm) {
-  pserver::wire::CreditImm c = pserver::wire::DecodeCredit(imm);
+  protocol::wire::CreditImm c = protocol::wire::DecodeCredit(imm);
   std::shared_ptr<TransferHandle> push;
   AfterCredit then;
   {

@@ -6,10 +6,10 @@
 
 namespace fabps::trainer {
 
-Result<std::vector<RowGroup>> GroupRows(const pserver::Layout& layout,
+Result<std::vector<RowGroup>> GroupRows(const protocol::Layout& layout,
                                         uint32_t param, const int64_t* ids,
                                         size_t n, bool every_block) {
-  const pserver::ParamSpec& spec = layout.params()[param];
+  const protocol::ParamSpec& spec = layout.params()[param];
   const uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
   const uint32_t first = layout.FirstBlockOf(param);
   const uint64_t per_block = layout.blocks()[first].num_rows;
@@ -37,7 +37,7 @@ Result<std::vector<RowGroup>> GroupRows(const pserver::Layout& layout,
   std::vector<uint32_t> index_of(per_block, kUnseen);  // by row in block
   for (uint64_t b = 0; b < num_blocks; b++) {
     if (count[b] == count[b + 1] && !every_block) continue;
-    const pserver::BlockInfo& info = layout.blocks()[first + b];
+    const protocol::BlockInfo& info = layout.blocks()[first + b];
     RowGroup g;
     g.block = info.id;
     g.pserver = info.pserver;

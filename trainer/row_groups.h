@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/layout.h"
+#include "protocol/layout.h"
 
 namespace fabps::trainer {
 
@@ -33,7 +33,7 @@ struct RowGroup {
 // With `every_block`, each block of the parameter has a group, an empty one
 // when no id falls in it (a sync step needs every trainer's share of every
 // block, docs/sync.md); otherwise only blocks with ids have one.
-Result<std::vector<RowGroup>> GroupRows(const pserver::Layout& layout,
+Result<std::vector<RowGroup>> GroupRows(const protocol::Layout& layout,
                                         uint32_t param, const int64_t* ids,
                                         size_t n, bool every_block = false);
 

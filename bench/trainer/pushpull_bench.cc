@@ -159,7 +159,7 @@ PServerClientOptions ClientOptions(const Options& o,
   c.provider = o.provider;
   if (o.provider != "shm") c.interface_address = "127.0.0.1";
   c.block_elements = o.block_elements;
-  c.default_rule.kind = pserver::RuleKind::kSgd;
+  c.default_rule.kind = protocol::RuleKind::kSgd;
   c.default_rule.learning_rate = kLearningRate;
   c.init_wait_ms = static_cast<int>(kOpTimeoutMs);
   c.rpc_timeout_ms = static_cast<int>(kOpTimeoutMs);
@@ -239,7 +239,7 @@ Result<RunResult> RunOnce(const Options& o, const Config& cfg) {
           "fresh pservers are already initialized");
     std::vector<float> zeros(elements, 0.0f);
     FABPS_RETURN_IF_ERROR(init->InitParam(
-        {kParam, pserver::DType::kFloat32, {static_cast<uint64_t>(elements)}},
+        {kParam, protocol::DType::kFloat32, {static_cast<uint64_t>(elements)}},
         zeros.data(), bytes));
     FABPS_RETURN_IF_ERROR(init->FinishInitParams());
   }

@@ -100,7 +100,7 @@ Result<RunResult> RunOnce(const Options& o, uint64_t k) {
   co.provider = o.provider;
   if (o.provider != "shm") co.interface_address = "127.0.0.1";
   co.block_elements = o.block_elements;
-  co.default_rule.kind = pserver::RuleKind::kSgd;
+  co.default_rule.kind = protocol::RuleKind::kSgd;
   co.default_rule.learning_rate = kLearningRate;
   co.init_wait_ms = static_cast<int>(kOpTimeoutMs);
   co.rpc_timeout_ms = static_cast<int>(kOpTimeoutMs);
@@ -111,12 +111,12 @@ Result<RunResult> RunOnce(const Options& o, uint64_t k) {
   const size_t table_elems = o.table_rows * o.dim;
   std::vector<float> table(table_elems, 0.0f);
   FABPS_RETURN_IF_ERROR(
-      c->InitParam({"table", pserver::DType::kFloat32, {o.table_rows, o.dim}},
+      c->InitParam({"table", protocol::DType::kFloat32, {o.table_rows, o.dim}},
                    table.data(), table.size() * 4));
   const size_t dense_elems = k * o.dim;
   std::vector<float> dense(dense_elems, 0.0f), dense_in(dense_elems, 0.0f);
   FABPS_RETURN_IF_ERROR(
-      c->InitParam({"dense", pserver::DType::kFloat32, {k, o.dim}},
+      c->InitParam({"dense", protocol::DType::kFloat32, {k, o.dim}},
                    dense.data(), dense.size() * 4));
   FABPS_RETURN_IF_ERROR(c->FinishInitParams());
 

@@ -4,6 +4,7 @@
 
 #include "base/cli.h"
 #include "coord/store.h"
+#include "protocol/rule_config.h"
 #include "tools/ctr_gen/ctr_record.h"
 
 namespace fabps::examples::ctr {
@@ -16,13 +17,11 @@ int Fail(const std::string& flag, const std::string& message) {
   return 2;
 }
 
-// AdaGrad (the usual choice for sparse embeddings: a rare row keeps a large
-// step) or Adam, with learning rate `lr`.
+// Rule `kind` (AdaGrad by default, the usual choice for sparse embeddings:
+// a rare row keeps a large step) with learning rate `lr`.
 trainer::UpdateRuleConfig Rule(const std::string& kind, double lr) {
   trainer::UpdateRuleConfig r;
-  r.kind = kind == "adam"  ? trainer::RuleKind::kAdam
-           : kind == "sgd" ? trainer::RuleKind::kSgd
-                           : trainer::RuleKind::kAdaGrad;
+  r.kind = protocol::RuleKindFromName(kind).value();
   r.learning_rate = lr;
   return r;
 }
@@ -71,7 +70,7 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
                  "are hashed into them)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 28));
   app.add_option("--rule", rule, "update rule of every parameter")
-      ->check(CLI::IsMember({"adagrad", "adam", "sgd"}));
+      ->check(CLI::IsMember(protocol::RuleNames()));
   app.add_option("--emb-lr", emb_lr, "learning rate of the embedding table")
       ->check(CLI::Range(1e-9, 100.0));
   app.add_option("--lr", mlp_lr, "learning rate of the MLP")

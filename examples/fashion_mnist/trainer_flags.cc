@@ -5,6 +5,7 @@
 
 #include "base/cli.h"
 #include "coord/store.h"
+#include "protocol/rule_config.h"
 
 namespace fabps::examples::fashion_mnist {
 namespace {
@@ -24,17 +25,6 @@ std::string CheckHostPort(const std::string& s) {
     return "'" + s + "': port must be in 1..65535";
   }
   return "";
-}
-
-const std::map<std::string, trainer::RuleKind>& Rules() {
-  static const std::map<std::string, trainer::RuleKind> rules = {
-      {"sgd", trainer::RuleKind::kSgd},
-      {"momentum", trainer::RuleKind::kMomentum},
-      {"nesterov", trainer::RuleKind::kNesterov},
-      {"adam", trainer::RuleKind::kAdam},
-      {"adagrad", trainer::RuleKind::kAdaGrad},
-  };
-  return rules;
 }
 
 int Fail(const std::string& flag, const std::string& message) {
@@ -78,8 +68,7 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
   app.add_option("--batch", c->batch, "examples per mini-batch")
       ->check(CLI::Range(1, 65536));
   app.add_option("--rule", rule, "update rule on the pservers")
-      ->check(
-          CLI::IsMember({"sgd", "momentum", "nesterov", "adam", "adagrad"}));
+      ->check(CLI::IsMember(protocol::RuleNames()));
   app.add_option("--lr", lr, "learning rate")->check(CLI::Range(1e-9, 100.0));
   app.add_option("--momentum", momentum, "momentum (momentum, nesterov)")
       ->check(CLI::Range(0.0, 0.999999));
@@ -164,7 +153,7 @@ int ParseTrainerFlags(int argc, char** argv, TrainerConfig* c) {
                 "given");
   }
   c->rule = trainer::UpdateRuleConfig();
-  c->rule.kind = Rules().at(rule);
+  c->rule.kind = protocol::RuleKindFromName(rule).value();
   c->rule.learning_rate = lr;
   c->rule.momentum = momentum;
   if ((lr_final >= 0) != (decay_steps > 0)) {

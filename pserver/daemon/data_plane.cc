@@ -9,10 +9,9 @@
 #include "base/log.h"
 #include "base/shared_memory.h"
 #include "base/thread_name.h"
-#include "pserver/dtype.h"
-#include "pserver/rows_slot.h"
+#include "pserver/protocol_types.h"
+#include "pserver/gather_rows.h"
 #include "pserver/sparse_rows.h"
-#include "pserver/wire.h"
 
 namespace fabps::pserver {
 
@@ -106,11 +105,12 @@ Status DataPlane::AttachShard(Shard* shard) {
     const ParamSpec& param = layout.params()[info.param];
     if (TakesRows(param)) {
       max_block = std::max<uint64_t>(
-          max_block, RowsSlotBytesForBlock(info, DTypeSize(param.dtype)));
+          max_block,
+          protocol::RowsSlotBytesForBlock(info, DTypeSize(param.dtype)));
     }
   }
   const bool sync = shard->options().mode == ApplyMode::kSync;
-  if (sync) max_block += wire::kStepHeaderBytes;
+  if (sync) max_block += protocol::kStepHeaderBytes;
   slot_bytes_ = (std::max<uint64_t>(max_block, 64) + 63) / 64 * 64;
   if (sync) {
     for (uint32_t b : shard->block_ids()) {
@@ -323,45 +323,37 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
         "parameter '" + param.name + "' has rank " +
         std::to_string(param.shape.size()) + ": rows need rank >= 2"));
   }
-  if (imm.kind == wire::PushKind::kRowsStep) {
-    auto r = ParseStepRowsHeader(slot_data, slot_bytes_, info, esize);
-    if (!r.ok()) return refuse(r.status());
+  auto r = protocol::ParseRowsSlot(slot_data, slot_bytes_, imm.kind, info,
+                                  esize);
+  if (!r.ok()) return refuse(r.status());
+  if (imm.kind != wire::PushKind::kRowsRead) {
     GradientRef g;
     g.block = imm.block;
-    g.step = r->step;
-    g.trainer = t->index;
+    if (imm.kind == wire::PushKind::kRowsStep) {
+      g.step = r->step;
+      g.trainer = t->index;
+    }
     if (r->count == 0) {
       g.format = GradientFormat::kEmpty;  // touched nothing of the block
     } else {
       g.format = GradientFormat::kSparseRows;
-      g.data = slot_data + wire::kStepHeaderBytes;  // count, ids, values
-      g.bytes = SparseRowsBytes(r->count, info.row_elements, esize);
+      g.data = slot_data + r->sparse_offset;  // count, ids, values
+      g.bytes = r->sparse_bytes(info.row_elements * esize);
     }
-    return Apply(t, imm.slot, shard, g);
-  }
-  auto h = ParseRowsHeader(slot_data, slot_bytes_, imm.kind, info, esize);
-  if (!h.ok()) return refuse(h.status());
-  if (imm.kind == wire::PushKind::kRows) {
-    GradientRef g;
-    g.block = imm.block;
-    g.format = GradientFormat::kSparseRows;
-    g.data = slot_data + 8;  // the sparse-rows format: count, ids, values
-    g.bytes = SparseRowsBytes(h->count, info.row_elements, esize);
     return Apply(t, imm.slot, shard, g);
   }
   // A read: the rows go behind the ids in the same slot, under the block's
   // lock; the credit tells the trainer to read them. Done right here on the
   // progress thread (a copy of at most one slot).
-  const auto* ids =
-      reinterpret_cast<const uint64_t*>(slot_data + wire::kRowsHeaderBytes);
-  char* out = slot_data + wire::RowsValuesOffset(h->count);
+  const auto* ids = reinterpret_cast<const uint64_t*>(slot_data + r->ids_offset);
+  char* out = slot_data + r->values_offset;
   Status gathered;
   Status s = shard.ReadBlockLocked(imm.block, [&](const BlockView& v) {
-    gathered = GatherRows(v, ids, h->count, out);
+    gathered = GatherRows(v, ids, r->count, out);
   });
   if (s.ok()) s = gathered;
   if (!s.ok()) return refuse(s);
-  rows_read_ += h->count;
+  rows_read_ += r->count;
   t->busy[imm.slot] = false;
   SendCredit(t, imm.slot, imm.block, Status::Code::kOk);
 }
@@ -369,23 +361,19 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
 void DataPlane::OnDenseStep(const std::shared_ptr<Trainer>& t,
                             const wire::PushImm& imm, Shard& shard,
                             char* slot_data, size_t block_bytes) {
-  wire::StepHeader h;
-  std::memcpy(&h, slot_data, sizeof(h));
-  if (h.kind != static_cast<uint32_t>(wire::PushKind::kDenseStep) ||
-      h.block != imm.block) {
+  auto step = protocol::ParseDenseStepHeader(slot_data, slot_bytes_, imm.block);
+  if (!step.ok()) {
     t->busy[imm.slot] = false;
-    Reject("sync push of trainer " + std::to_string(t->id) +
-           ": step header says kind " + std::to_string(h.kind) + " block " +
-           std::to_string(h.block) + ", the push word kind 168 block " +
-           std::to_string(imm.block));
-    return SendCredit(t, imm.slot, imm.block, Status::Code::kCorruption);
+    Reject("sync push of trainer " + std::to_string(t->id) + ": " +
+           step.status().message());
+    return SendCredit(t, imm.slot, imm.block, step.status().code());
   }
   GradientRef g;
   g.block = imm.block;
-  g.step = h.step;
+  g.step = *step;
   g.trainer = t->index;
   g.format = GradientFormat::kDense;
-  g.data = slot_data + wire::kStepHeaderBytes;
+  g.data = slot_data + protocol::kStepHeaderBytes;
   g.bytes = block_bytes;
   Apply(t, imm.slot, shard, g);
 }

@@ -63,7 +63,7 @@
 #include "base/status.h"
 #include "metrics/registry.h"
 #include "pserver/shard.h"
-#include "pserver/wire.h"
+#include "pserver/protocol_types.h"
 #include "transport/fabric.h"
 
 namespace fabps::pserver {

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "pserver/layout.h"
-#include "pserver/update_rule.h"
+#include "pserver/protocol_types.h"
+#include "protocol/rule_config.h"
 #include "thrift_gen/pserver/pserver_types.h"
 
 namespace fabps::pserver {

@@ -16,7 +16,7 @@ namespace {
 bool Matches(const py::array& a, trainer::DType t) {
   py::dtype d = a.dtype();
   if (d.byteorder() == '>') return false;  // '=', '<' and '|' are native here
-  char want = pserver::IsFloatDType(t) ? 'f' : 'i';
+  char want = protocol::IsFloatDType(t) ? 'f' : 'i';
   return d.kind() == want &&
          static_cast<size_t>(d.itemsize()) == trainer::DTypeSize(t);
 }
@@ -31,9 +31,8 @@ std::string Describe(const py::array& a) {
 ParamShapes ShapesOf(const trainer::Layout& layout) {
   ParamShapes out;
   for (const auto& p : layout.params()) {
-    uint64_t n = 1;
-    for (uint64_t d : p.shape) n *= d;
-    uint64_t row = p.shape.size() >= 2 && p.shape[0] > 0 ? n / p.shape[0] : 0;
+    const uint64_t n = protocol::ElementCount(p);
+    const uint64_t row = protocol::TakesRows(p) ? protocol::RowElements(p) : 0;
     out[p.name] = ParamShape{p.dtype, n, row};
   }
   return out;

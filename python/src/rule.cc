@@ -2,6 +2,7 @@
 
 #include <string>
 
+#include "protocol/rule_config.h"
 #include "python/src/status_error.h"
 #include "trainer/pserver_client.h"
 
@@ -15,18 +16,10 @@ using trainer::LrSchedule;
 using trainer::RuleKind;
 using trainer::UpdateRuleConfig;
 
-constexpr RuleKind kKinds[] = {RuleKind::kSgd, RuleKind::kMomentum,
-                               RuleKind::kNesterov, RuleKind::kAdam,
-                               RuleKind::kAdaGrad};
-
 RuleKind KindFromName(const std::string& name) {
-  std::string known;
-  for (RuleKind k : kKinds) {
-    if (name == trainer::RuleName(k)) return k;
-    known += std::string(known.empty() ? "" : ", ") + trainer::RuleName(k);
-  }
-  ThrowStatus(
-      Status::InvalidArgument("Rule kind '" + name + "': not one of " + known));
+  auto kind = protocol::RuleKindFromName(name);
+  if (!kind.ok()) ThrowStatus(kind.status().WithContext("Rule kind"));
+  return *kind;
 }
 
 const char* ScheduleName(LrSchedule s) {

@@ -1,5 +1,5 @@
 // The UpdateRule defaults declared in thrift/pserver.thrift are the C++
-// library's (pserver::UpdateRuleConfig, which the C API documents): a
+// library's (protocol::UpdateRuleConfig, which the C API documents): a
 // client in any language that leaves a field out gets the same rule.
 #include <gtest/gtest.h>
 

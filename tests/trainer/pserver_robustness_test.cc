@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "pserver/wire.h"
+#include "protocol/wire.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
 #include "thrift/rpc_client.h"
@@ -185,10 +185,10 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   uint32_t me = static_cast<uint32_t>(reg.trainer_index);
   std::vector<std::pair<uint64_t, bool>> forged = {
       {uint64_t{0x1234}, false},  // no tag
-      {pserver::wire::EncodePush({me + 100, 0, 0}),
+      {protocol::wire::EncodePush({me + 100, 0, 0}),
        false},                                          // someone else's index
-      {pserver::wire::EncodePush({me, 250, 0}), true},  // slot out of range
-      {pserver::wire::EncodePush({me, 0, 99999}), true},  // no such block
+      {protocol::wire::EncodePush({me, 250, 0}), true},  // slot out of range
+      {protocol::wire::EncodePush({me, 0, 99999}), true},  // no such block
   };
   int credits_expected = 0;
   for (auto [imm, credited] : forged) {
@@ -199,7 +199,7 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
     auto e = ep->WaitImmediate(Deadline::InMs(kMs));
     ASSERT_TRUE(e.ok()) << "error credit " << i << ": "
                         << e.status().ToString();
-    auto cr = pserver::wire::DecodeCredit(e->data);
+    auto cr = protocol::wire::DecodeCredit(e->data);
     EXPECT_EQ(cr.code, Status::Code::kInvalidArgument);
   }
   ps::PsStatus st = raw.Status();
@@ -218,7 +218,7 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   RawTrainer raw;
   ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, 2 * kRow * 4 + 64));
   const uint32_t me = static_cast<uint32_t>(raw.reg.trainer_index);
-  using pserver::wire::PushKind;
+  using protocol::wire::PushKind;
   struct Forged {
     const char* what;
     PushKind word;
@@ -240,16 +240,16 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   };
   const size_t row_bytes = kRow * 4;
   for (const Forged& f : forged) {
-    pserver::wire::RowsHeader h{f.kind, f.block, f.count};
+    protocol::wire::RowsHeader h{f.kind, f.block, f.count};
     std::memcpy(raw.buf.data(), &h, sizeof(h));
     std::memcpy(raw.buf.data() + 16, &f.row, 8);
     std::vector<float> ones(kRow, 1.0f);
     std::memcpy(raw.buf.data() + 24, ones.data(), row_bytes);
     ASSERT_NO_FATAL_FAILURE(raw.Write(
-        pserver::wire::EncodePush({me, 0, 0, f.word}), 24 + row_bytes));
+        protocol::wire::EncodePush({me, 0, 0, f.word}), 24 + row_bytes));
     auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
     ASSERT_TRUE(e.ok()) << f.what << ": " << e.status().ToString();
-    auto cr = pserver::wire::DecodeCredit(e->data);
+    auto cr = protocol::wire::DecodeCredit(e->data);
     EXPECT_EQ(cr.code, Status::Code::kInvalidArgument) << f.what;
     EXPECT_EQ(cr.slot, 0u);
   }
@@ -258,14 +258,14 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   EXPECT_EQ(st.gradients_applied, 0);
   EXPECT_EQ(Pull(good.get()), std::vector<float>(kMany, 0.0f));
   // The same hand-made trainer's honest rows push is applied: row 0 - 1.
-  pserver::wire::RowsHeader h{kRowsKind, 0, 1};
+  protocol::wire::RowsHeader h{kRowsKind, 0, 1};
   std::memcpy(raw.buf.data(), &h, sizeof(h));
   std::memset(raw.buf.data() + 16, 0, 8);
   ASSERT_NO_FATAL_FAILURE(raw.Write(
-      pserver::wire::EncodePush({me, 0, 0, PushKind::kRows}), 24 + row_bytes));
+      protocol::wire::EncodePush({me, 0, 0, PushKind::kRows}), 24 + row_bytes));
   auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
   ASSERT_TRUE(e.ok());
-  EXPECT_EQ(pserver::wire::DecodeCredit(e->data).code, Status::Code::kOk);
+  EXPECT_EQ(protocol::wire::DecodeCredit(e->data).code, Status::Code::kOk);
   std::vector<float> want(kMany, 0.0f);
   for (size_t i = 0; i < kRow; i++) want[i] = -1.0f;
   EXPECT_EQ(Pull(good.get()), want);

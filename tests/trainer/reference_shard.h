@@ -21,10 +21,10 @@ namespace fabps::testing {
 // An async Shard of every block of `specs` (one pserver) with `rule`, each
 // float32 parameter p initialized to init[p] (all of its elements).
 inline std::unique_ptr<pserver::Shard> NewReferenceShard(
-    const std::vector<pserver::ParamSpec>& specs, uint64_t block_elements,
-    const pserver::UpdateRuleConfig& rule,
+    const std::vector<protocol::ParamSpec>& specs, uint64_t block_elements,
+    const protocol::UpdateRuleConfig& rule,
     const std::vector<std::vector<float>>& init) {
-  auto layout = pserver::Layout::Build(specs, block_elements, 1);
+  auto layout = protocol::Layout::Build(specs, block_elements, 1);
   EXPECT_TRUE(layout.ok()) << layout.status().ToString();
   if (!layout.ok()) return nullptr;
   pserver::ShardOptions o;
@@ -59,7 +59,7 @@ inline void ApplyRowsToShard(pserver::Shard* shard, uint32_t param,
   }
   for (auto& [block, rows] : by_block) {
     std::string bytes =
-        pserver::EncodeSparseRows(rows.first, rows.second.data(), dim, 4);
+        protocol::EncodeSparseRows(rows.first, rows.second.data(), dim, 4);
     std::vector<uint64_t> aligned((bytes.size() + 7) / 8);
     std::memcpy(aligned.data(), bytes.data(), bytes.size());
     pserver::GradientRef ref;

@@ -18,7 +18,7 @@
 
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
-#include "pserver/wire.h"
+#include "protocol/wire.h"
 #include "tests/trainer/c_client.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
@@ -32,7 +32,7 @@ namespace {
 
 using testing::PServerCluster;
 using testing::RawTrainer;
-namespace wire = pserver::wire;
+namespace wire = protocol::wire;
 
 constexpr uint64_t kBlock = 1024;  // elements a block: 64 rows of 16
 constexpr uint64_t kRows = 300;    // 5 blocks, the last of 44 rows

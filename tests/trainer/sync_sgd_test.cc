@@ -77,7 +77,7 @@ struct Model {
 class Reference {
  public:
   Reference() {
-    auto layout = pserver::Layout::Build(Specs(), kBlock, 1);
+    auto layout = protocol::Layout::Build(Specs(), kBlock, 1);
     EXPECT_TRUE(layout.ok());
     pserver::ShardOptions o;
     o.default_rule = Rule();

@@ -81,7 +81,7 @@ int main(int argc, char** argv) {
     if (!model.ok()) return Fail("reading checkpoints", model.status());
     std::string source = "checkpoints";
     for (const std::string& f : model->files) source += " " + f;
-    fabps::Status s = fabps::trainer::WriteCheckpointedModel(
+    fabps::Status s = fabps::pserver::WriteCheckpointedModel(
         *model, output, state_output, source);
     if (!s.ok()) return Fail("writing " + output, s);
     std::printf("wrote %s: %zu tensors from %zu shards\n", output.c_str(),

@@ -60,7 +60,7 @@ class Writer {
     if (!spec.layout.SameAs(model.layout)) {
       return Status::FailedPrecondition(
           "the job's init config and its checkpoints disagree (" +
-          pserver::Layout::DescribeDifference(spec.layout, model.layout) + ")");
+          protocol::Layout::DescribeDifference(spec.layout, model.layout) + ")");
     }
     const uint32_t n = static_cast<uint32_t>(dirs.size());
     for (const std::string& d : dirs) {
@@ -73,7 +73,7 @@ class Writer {
     rules.rules = spec.rules;
     FABPS_ASSIGN_OR_RETURN(
         written_, pserver::WriteReshardedCheckpoints(model, n, rules, dirs));
-    FABPS_ASSIGN_OR_RETURN(pserver::Layout layout,
+    FABPS_ASSIGN_OR_RETURN(protocol::Layout layout,
                            pserver::LayoutFor(model.layout, n));
     rpc::pserver::InitConfig config = old_config;
     config.__set_layout(layout.Encode());

@@ -4,13 +4,13 @@
 //
 // The numeric values are part of the layout encoding and the checkpoint
 // format: never renumber, only append.
-#ifndef FABPS_PSERVER_DTYPE_H_
-#define FABPS_PSERVER_DTYPE_H_
+#ifndef FABPS_PROTOCOL_DTYPE_H_
+#define FABPS_PROTOCOL_DTYPE_H_
 
 #include <cstddef>
 #include <cstdint>
 
-namespace fabps::pserver {
+namespace fabps::protocol {
 
 enum class DType : uint32_t {
   kFloat32 = 1,
@@ -56,6 +56,6 @@ inline const char* DTypeName(DType t) {
   return "invalid";
 }
 
-}  // namespace fabps::pserver
+}  // namespace fabps::protocol
 
-#endif  // FABPS_PSERVER_DTYPE_H_
+#endif  // FABPS_PROTOCOL_DTYPE_H_

@@ -1,4 +1,4 @@
-#include "pserver/layout.h"
+#include "protocol/layout.h"
 
 #include <gtest/gtest.h>
 
@@ -9,7 +9,7 @@
 
 #include "base/crc32c.h"
 
-namespace fabps::pserver {
+namespace fabps::protocol {
 namespace {
 
 std::vector<ParamSpec> SomeParams() {
@@ -206,4 +206,4 @@ TEST(Layout, FindParamAndBlocksOf) {
 }
 
 }  // namespace
-}  // namespace fabps::pserver
+}  // namespace fabps::protocol

@@ -19,16 +19,18 @@
 //   bits 47..40  slot index
 //   bits 39..32  Status::Code of the apply (0: applied)
 //   bits 31..0   global block id
+// What a landing slot holds for each kind (headers, ids, rows) is
+// protocol/slot_codec.h's.
 // Everything decoded here comes from a peer: Decode* check the tag and the
 // ranges they can, callers check the rest against their own tables.
-#ifndef FABPS_PSERVER_WIRE_H_
-#define FABPS_PSERVER_WIRE_H_
+#ifndef FABPS_PROTOCOL_WIRE_H_
+#define FABPS_PROTOCOL_WIRE_H_
 
 #include <cstdint>
 
 #include "base/status.h"
 
-namespace fabps::pserver::wire {
+namespace fabps::protocol::wire {
 
 constexpr uint32_t kMaxTrainerIndex = 0xFFFF;
 constexpr uint32_t kMaxSlots = 256;
@@ -43,60 +45,6 @@ enum class PushKind : uint32_t {
 };
 constexpr uint64_t kFirstPushTag = 0xA5;
 constexpr uint64_t kLastPushTag = 0xA9;
-
-// The 16 bytes at the start of a landing slot for kRows and kRowsRead
-// (little-endian, docs/formats/wire.md). For kRows the bytes from offset 8
-// (count, ids, values) are exactly the sparse-rows format of
-// pserver/sparse_rows.h.
-//   u32 kind   the push's PushKind again (0xA6 or 0xA7)
-//   u32 block  the push's block id again
-//   u64 count  rows that follow: u64 row_id[count] (parameter row indices),
-//              then count * R values (kRows: written by the trainer;
-//              kRowsRead: written by the pserver), starting at
-//              RowsValuesOffset(count)
-struct RowsHeader {
-  uint32_t kind = 0;
-  uint32_t block = 0;
-  uint64_t count = 0;
-};
-static_assert(sizeof(RowsHeader) == 16);
-constexpr size_t kRowsHeaderBytes = sizeof(RowsHeader);
-
-inline size_t RowsValuesOffset(uint64_t count) {
-  return kRowsHeaderBytes + count * 8;
-}
-// Bytes a rows push or read of `count` rows of R elements takes in a slot.
-inline size_t RowsSlotBytes(uint64_t count, uint64_t row_elements,
-                            size_t elem_size) {
-  return RowsValuesOffset(count) + count * row_elements * elem_size;
-}
-
-// The 16 bytes at the start of a landing slot for kDenseStep and kRowsStep
-// (sync mode, little-endian, docs/formats/wire.md); the dense block
-// (kDenseStep) or the sparse rows (kRowsStep: u64 count, u64 row_id[count],
-// count * R values, the format of pserver/sparse_rows.h except that count
-// may be 0) follow at kStepHeaderBytes.
-//   u32 kind   0xA8 or 0xA9 again
-//   u32 block  the push's block id again
-//   u64 step   the sync step the gradient belongs to
-struct StepHeader {
-  uint32_t kind = 0;
-  uint32_t block = 0;
-  uint64_t step = 0;
-};
-static_assert(sizeof(StepHeader) == 16);
-constexpr size_t kStepHeaderBytes = sizeof(StepHeader);
-
-// kRowsStep: where the row ids start (behind the step header and the
-// count), where the values start, and the bytes of `count` rows in a slot.
-constexpr size_t kStepRowsIdsOffset = kStepHeaderBytes + 8;
-inline size_t StepRowsValuesOffset(uint64_t count) {
-  return kStepRowsIdsOffset + count * 8;
-}
-inline size_t StepRowsSlotBytes(uint64_t count, uint64_t row_elements,
-                                size_t elem_size) {
-  return StepRowsValuesOffset(count) + count * row_elements * elem_size;
-}
 
 struct PushImm {
   uint32_t trainer = 0;
@@ -145,6 +93,6 @@ inline CreditImm DecodeCredit(uint64_t v) {
   return c;
 }
 
-}  // namespace fabps::pserver::wire
+}  // namespace fabps::protocol::wire
 
-#endif  // FABPS_PSERVER_WIRE_H_
+#endif  // FABPS_PROTOCOL_WIRE_H_

@@ -1,4 +1,4 @@
-#include "pserver/layout.h"
+#include "protocol/layout.h"
 
 #include <algorithm>
 #include <cstring>
@@ -8,32 +8,13 @@
 #include "base/crc32c.h"
 #include "base/little_endian.h"
 
-namespace fabps::pserver {
+namespace fabps::protocol {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'A', 'B', 'P', 'S', 'L', 'Y', '1'};
 constexpr uint32_t kVersion = 1;
 
-// Element count of `shape`, or 0 when it overflows kMaxParamElements or has a
-// zero dimension.
-uint64_t CountElements(const std::vector<uint64_t>& shape) {
-  uint64_t n = 1;
-  for (uint64_t d : shape) {
-    if (d == 0 || d > Layout::kMaxParamElements / n) return 0;
-    n *= d;
-  }
-  return n;
-}
-
 }  // namespace
-
-std::string ShapeString(const std::vector<uint64_t>& shape) {
-  std::ostringstream os;
-  os << '[';
-  for (size_t i = 0; i < shape.size(); ++i) os << (i ? "," : "") << shape[i];
-  os << ']';
-  return os.str();
-}
 
 uint64_t Layout::HashName(std::string_view name) {
   uint64_t h = 0xcbf29ce484222325ull;
@@ -48,7 +29,7 @@ std::optional<uint64_t> Layout::CountBlocks(
     const std::vector<ParamSpec>& params, uint64_t block_elements) {
   uint64_t blocks = 0;
   for (const ParamSpec& spec : params) {
-    uint64_t total = CountElements(spec.shape);
+    uint64_t total = ElementCount(spec.shape);
     if (spec.shape.size() > kMaxRank || total == 0) return std::nullopt;
     uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
     uint64_t rows_per_block =
@@ -91,27 +72,12 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
   l.first_block_.reserve(params.size());
   for (uint32_t p = 0; p < params.size(); ++p) {
     const ParamSpec& spec = params[p];
-    std::string what = "layout: parameter " + std::to_string(p) + " '" +
-                       spec.name.substr(0, 64) + "'";
-    if (spec.name.empty() || spec.name.size() > kMaxNameBytes) {
-      return Status::InvalidArgument(what + ": name must have 1.." +
-                                     std::to_string(kMaxNameBytes) + " bytes");
-    }
-    if (!IsValidDType(static_cast<uint32_t>(spec.dtype))) {
-      return Status::InvalidArgument(what + ": unknown dtype");
-    }
-    if (spec.shape.size() > kMaxRank) {
-      return Status::InvalidArgument(what + ": rank above 8");
-    }
-    uint64_t total = CountElements(spec.shape);
-    if (total == 0) {
-      return Status::InvalidArgument(what + ": shape " +
-                                     ShapeString(spec.shape) +
-                                     " is empty or too large");
-    }
+    std::string what = "layout: parameter " + std::to_string(p);
+    FABPS_RETURN_IF_ERROR(CheckParamSpec(spec).WithContext(what));
+    const uint64_t total = ElementCount(spec);
     if (!names.insert(spec.name).second) {
-      return Status::InvalidArgument(what +
-                                     ": duplicate name (parameters overlap)");
+      return Status::InvalidArgument(what + " '" + spec.name.substr(0, 64) +
+                                     "': duplicate name (parameters overlap)");
     }
     uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
     uint64_t row_elements = total / rows;
@@ -290,4 +256,4 @@ std::string Layout::DescribeDifference(const Layout& a, const Layout& b) {
   return os.str();
 }
 
-}  // namespace fabps::pserver
+}  // namespace fabps::protocol

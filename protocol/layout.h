@@ -23,8 +23,8 @@
 //
 // Thread safety: a Layout is immutable after Build/Decode; const methods may
 // be called from any number of threads.
-#ifndef FABPS_PSERVER_LAYOUT_H_
-#define FABPS_PSERVER_LAYOUT_H_
+#ifndef FABPS_PROTOCOL_LAYOUT_H_
+#define FABPS_PROTOCOL_LAYOUT_H_
 
 #include <cstdint>
 #include <optional>
@@ -33,15 +33,10 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/dtype.h"
+#include "protocol/dtype.h"
+#include "protocol/param_spec.h"
 
-namespace fabps::pserver {
-
-struct ParamSpec {
-  std::string name;  // unique, 1..kMaxNameBytes bytes
-  DType dtype = DType::kFloat32;
-  std::vector<uint64_t> shape;  // {} is a scalar; no zero dimensions
-};
+namespace fabps::protocol {
 
 struct BlockInfo {
   uint32_t id = 0;              // global block id == index in blocks()
@@ -60,16 +55,13 @@ class Layout {
   static constexpr uint64_t kDefaultBlockElements = uint64_t{1} << 20;
   // Bounds enforced by Build and Decode (bytes come from the network).
   static constexpr uint32_t kMaxParams = 1u << 20;
-  static constexpr uint32_t kMaxNameBytes = 1024;
-  static constexpr uint32_t kMaxRank = 8;
   static constexpr uint32_t kMaxPservers = 1u << 16;
-  static constexpr uint64_t kMaxParamElements = uint64_t{1} << 48;
   // The block table takes 64 bytes a block: 2^22 blocks keep it at 256 MiB
   // (a few bytes of Decode input could otherwise ask for 128 GiB).
   static constexpr uint64_t kMaxBlocks = uint64_t{1} << 22;
 
-  // Validates the inputs (unique non-empty names, known dtypes, rank and
-  // element bounds, N >= 1, block_elements >= 1) and cuts the blocks.
+  // Validates the inputs (CheckParamSpec of each, unique names, N >= 1,
+  // block_elements >= 1) and cuts the blocks.
   // Returns InvalidArgument naming the offending parameter otherwise.
   static Result<Layout> Build(std::vector<ParamSpec> params,
                               uint64_t block_elements, uint32_t num_pservers);
@@ -120,9 +112,6 @@ class Layout {
   uint32_t num_pservers_ = 0;
 };
 
-// "[3,4]" for logs and error messages.
-std::string ShapeString(const std::vector<uint64_t>& shape);
+}  // namespace fabps::protocol
 
-}  // namespace fabps::pserver
-
-#endif  // FABPS_PSERVER_LAYOUT_H_
+#endif  // FABPS_PROTOCOL_LAYOUT_H_

@@ -1,0 +1,50 @@
+// ParamInit: how the trainer that wins the init election creates the job's
+// parameters on the pservers (PServerClient::BeginInitParams, InitParam,
+// FinishInitParams): it records each parameter with its initial values,
+// builds the layout from them, sends it with the update rules (InitParams),
+// then every block's values to its owner (InitBlock), then ends the
+// initialization on every pserver (FinishInitParams). A pserver that
+// answers "already initialized" ends it early: someone else initialized.
+//
+// Thread safety: none; PServerClient serializes.
+#ifndef FABPS_TRAINER_PARAM_INIT_H_
+#define FABPS_TRAINER_PARAM_INIT_H_
+
+#include <string>
+#include <vector>
+
+#include "base/deadline.h"
+#include "base/status.h"
+#include "trainer/pserver_session.h"
+
+namespace fabps::trainer {
+
+class ParamInit {
+ public:
+  explicit ParamInit(PServerSession* session) : s_(*session) {}
+
+  // Runs the election (InitElection::Begin); a win clears what was
+  // recorded before.
+  Result<bool> Begin(bool selected, Deadline deadline);
+  // Checks that `bytes` of `data` are exactly the values of `spec` and
+  // records a copy (the spec itself is checked by Finish's layout).
+  Status Add(const ParamSpec& spec, const void* data, size_t bytes);
+  // Sends everything recorded (see above). On failure the recorded
+  // parameters are kept (a later call may finish) and the election is
+  // abandoned, so another trainer or a later call may take it over.
+  Status Finish(Deadline deadline);
+
+ private:
+  Status Send(Deadline deadline);
+
+  struct Pending {
+    ParamSpec spec;
+    std::string values;
+  };
+  PServerSession& s_;
+  std::vector<Pending> params_;
+};
+
+}  // namespace fabps::trainer
+
+#endif  // FABPS_TRAINER_PARAM_INIT_H_
