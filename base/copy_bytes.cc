@@ -19,7 +19,8 @@ constexpr size_t kRepMovsbFrom = 2048;
 bool CopyBytesAvoidsMemcpy(const void* dst, const void* src, size_t n) {
 #if defined(__x86_64__)
   // Offsets within a 64-byte line: slow when the destination's is 1 to 31
-  // above the source's (bench/README.md, "A copy's alignment").
+  // above the source's
+  // (docs/decisions/012-copybytes-avoids-slow-rep-movsb-pairs.md).
   const uintptr_t d = reinterpret_cast<uintptr_t>(dst) & 63;
   const uintptr_t s = reinterpret_cast<uintptr_t>(src) & 63;
   return n >= kRepMovsbFrom && d > s && d - s < 32;

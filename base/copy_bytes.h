@@ -3,8 +3,8 @@
 // glibc's memcpy copies from about 2 KiB up with `rep movsb`. On the AMD
 // EPYC virtual machines this project runs on (fsrm, erms), `rep movsb` moves
 // 1.6-2.8 GB/s instead of 10-32 when the destination's offset within its
-// 64-byte line is 1 to 31 bytes above the source's (bench/README.md, "A
-// copy's alignment").
+// 64-byte line is 1 to 31 bytes above the source's
+// (docs/decisions/012-copybytes-avoids-slow-rep-movsb-pairs.md).
 // Whether it does is a matter of where two buffers happen to start, so a
 // pull into a caller's buffer can be five times slower than the same pull
 // into another. CopyBytes copies such a pair with 16-byte loads and aligned

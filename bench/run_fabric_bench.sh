@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs fabps_fabric_bench beside its references in the same run and prints
-# the ratios (bench/README.md explains the targets):
+# the ratios (bench/README.md, "Fabric", explains the targets):
 #   latency   fabps pingpong vs fi_pingpong (libfabric-bin) on the same
 #             provider, 64 B, usec/xfer
 #   bandwidth fabps RMA write at 4 MiB vs one TCP stream (iperf3 -l 1M over
@@ -10,8 +10,7 @@
 # Every figure is measured REPEAT times (default 5), fabps and its reference
 # alternating and taking turns to go first, and the median of the per-round
 # ratios is the one compared with the target: one run of each gives ratios
-# that move by 30 % or more on these machines (bench/README.md, "Issue 15:
-# where each target stands").
+# that move by 30 % or more on these machines (bench/README.md, "Fabric").
 # Usage: bench/run_fabric_bench.sh [BUILD_DIR] [PROVIDER ...]
 # Environment: REPEAT (5), LAT_ITERS (20000: round trips of each latency run,
 # the same for fabps and fi_pingpong).

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # fabps's PyTorch trainer against PyTorch's DistributedDataParallel on the
 # same machine, in the same run, alternating: samples/s and time to a test
-# accuracy, medians over the runs (see bench/README.md, "torch vs DDP").
+# accuracy, medians over the runs (see bench/README.md, "PyTorch DDP").
 #
 #   bench/torch_vs_ddp.sh [BUILD_DIR]     (default: build)
 #   env: RUNS (3), PASSES (3), TARGET (0.85), PROVIDER (tcp;ofi_rxm),

@@ -85,7 +85,7 @@ void ListRdmaDevices() {
 Status LoopbackCheck(const std::string& provider, const std::string& iface) {
   transport::FabricOptions o;
   o.provider = provider;
-  if (provider != "shm") o.interface_address = iface;
+  o.interface_address = iface;  // shm ignores it (binds_to_interface)
   FABPS_ASSIGN_OR_RETURN(auto fa, transport::OpenFabric(o));
   FABPS_ASSIGN_OR_RETURN(auto fb, transport::OpenFabric(o));
   FABPS_ASSIGN_OR_RETURN(auto a,

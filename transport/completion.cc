@@ -13,9 +13,8 @@ namespace {
 
 // Checks (each a `pause`, some tens of ns) before a waiter on a kThread
 // endpoint sleeps. Short: the thread that completes the operation (the
-// progress thread) may need the very core the waiter spins on. With 2000
-// the PyTorch Fashion-MNIST job (2 x 2 on 2 cores) trained 27.6k samples/s,
-// with 200 29.9k (medians of 6 alternated runs, bench/README.md).
+// progress thread) may need the very core the waiter spins on
+// (docs/decisions/004-short-spin-before-a-waiter-sleeps.md).
 constexpr int kSpinChecks = 200;
 
 void CpuRelax() {

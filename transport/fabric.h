@@ -33,11 +33,11 @@
 //
 // Progress: libfabric's tcp and shm providers make progress only when someone
 // reads the completion queue, on the target side too. An Endpoint made with
-// ProgressMode::kThread runs a thread that does so (on tcp;ofi_rxm and verbs
-// it blocks on the completion queue's wait object when nothing is in flight;
-// shm and sockets keep polling); with kCaller the owner must call Progress()
-// (Wait() on a completion does it too). A process that is the target of RMA
-// and does nothing else needs kThread.
+// ProgressMode::kThread runs a thread that does so (blocking on the
+// completion queue's wait object when nothing is in flight, or polling:
+// FabricCapabilities::progress_thread_sleeps); with kCaller the owner must call
+// Progress() (Wait() on a completion does it too). A process that is the target
+// of RMA and does nothing else needs kThread.
 //
 // Threads: every method of Fabric, Endpoint and MemoryRegion may be called
 // from any thread concurrently. Completion is safe to poll from several
@@ -90,7 +90,10 @@ struct FabricOptions {
   // available from Fabric::choice_reason().
   std::string provider = "auto";
   // Source address for providers that bind to an interface (tcp, verbs,
-  // sockets), e.g. "127.0.0.1"; empty lets the provider choose.
+  // sockets), e.g. "127.0.0.1"; empty lets the provider choose. Providers
+  // whose peers are found by name (shm; FabricCapabilities::
+  // binds_to_interface false) ignore it, so callers may set it whatever the
+  // provider.
   std::string interface_address;
   // Transfers longer than this are split into several operations; 0 means
   // the provider's maximum message size. Tests lower it to exercise splits.
@@ -107,6 +110,40 @@ struct FabricOptions {
   // Bounds of the registration cache of caller buffers.
   size_t reg_cache_max_entries = 1024;
   size_t reg_cache_max_bytes = size_t{8} << 30;
+};
+
+// What the provider under a Fabric does, where code above transport/ adapts
+// to it (or a test checks it). Fixed when the fabric opens. The backend
+// derives each field from what the provider reports about itself where it
+// reports it, and from the provider's name, inside the backend, where it
+// does not; nothing outside transport/<backend>/ compares provider names.
+struct FabricCapabilities {
+  // Sends of at most this many bytes, and zero-byte Writes (immediate data
+  // only), are injected: copied out before the call returns, so that their
+  // Completion is already done and a failure to deliver them is not
+  // reported to the sender (see Endpoint::Send). 0: nothing is injected
+  // (over ofi_rxm).
+  size_t inject_size = 0;
+  // The fabric binds to a network interface, chosen by
+  // FabricOptions::interface_address (tcp, verbs, sockets). False where
+  // peers are processes of this host found by name (shm): the interface
+  // address is ignored.
+  bool binds_to_interface = true;
+  // The progress thread of a ProgressMode::kThread endpoint sleeps on the
+  // completion queue's wait object while nothing large is in flight, using
+  // almost no CPU when idle (tcp;ofi_rxm, verbs). False: it keeps polling
+  // the queue, in steps of about 100 us when idle (shm, sockets). An
+  // endpoint whose provider refuses the wait object polls too, and logs it.
+  bool progress_thread_sleeps = false;
+  // RMA to a peer's region that lies in SharedMemory is a memcpy through a
+  // mapping of that memory (RemoteRegion::share): shm with
+  // FabricOptions::shm_direct, unless FABPS_SHM_DIRECT=0.
+  bool maps_peer_shared_memory = false;
+  // After RemovePeer of a peer that died with transfers in flight, the
+  // endpoint goes on serving its other peers. False (shm): transfers to
+  // every peer queue behind the one stuck on the dead peer, and the caller
+  // replaces the endpoint (as fabps clients do when they reconnect).
+  bool isolates_dead_peers = true;
 };
 
 // Where a remote region is and how to reach it. `base` is the value the
@@ -212,7 +249,7 @@ class Endpoint {
 
   // Two-sided messages. The buffer slice [offset, offset + len) of `region`
   // must stay untouched until the completion is done. A message no longer
-  // than the provider's inject size may be copied out before Send returns
+  // than FabricCapabilities::inject_size is copied out before Send returns
   // (shm, sockets; not over ofi_rxm): its Completion is then already done,
   // and a failure to deliver it (a peer that died) is not reported to the
   // sender, who learns of it from what it waits for next (an answer that
@@ -276,6 +313,9 @@ class Fabric {
   virtual std::string choice_reason() const = 0;
   // The provider's largest single transfer, before our own splitting.
   virtual size_t max_message_size() const = 0;
+  // What the provider does (see FabricCapabilities); the same value for
+  // the fabric's whole life.
+  virtual FabricCapabilities capabilities() const = 0;
 
   // Registers [data, data + len) for local use and remote read and write.
   // len > 0; the memory must be allocated and stay so while the region lives.

@@ -157,7 +157,7 @@ PServerClientOptions ClientOptions(const Options& o,
   PServerClientOptions c;
   c.addresses = ps.addresses();
   c.provider = o.provider;
-  if (o.provider != "shm") c.interface_address = "127.0.0.1";
+  c.interface_address = "127.0.0.1";  // shm ignores it
   c.block_elements = o.block_elements;
   c.default_rule.kind = protocol::RuleKind::kSgd;
   c.default_rule.learning_rate = kLearningRate;

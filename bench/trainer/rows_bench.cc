@@ -98,7 +98,7 @@ Result<RunResult> RunOnce(const Options& o, uint64_t k) {
   PServerClientOptions co;
   co.addresses = ps->addresses();
   co.provider = o.provider;
-  if (o.provider != "shm") co.interface_address = "127.0.0.1";
+  co.interface_address = "127.0.0.1";  // shm ignores it
   co.block_elements = o.block_elements;
   co.default_rule.kind = protocol::RuleKind::kSgd;
   co.default_rule.learning_rate = kLearningRate;

@@ -381,7 +381,7 @@ Status Run(const Options& o) {
   s.client = !o.server.empty();
   transport::FabricOptions fo;
   fo.provider = o.provider;
-  if (o.provider != "shm") fo.interface_address = o.bind;
+  fo.interface_address = o.bind;  // shm ignores it
   FABPS_ASSIGN_OR_RETURN(s.fabric, transport::OpenFabric(fo));
   FABPS_ASSIGN_OR_RETURN(
       s.ep, s.fabric->CreateEndpoint(transport::ProgressMode::kCaller));

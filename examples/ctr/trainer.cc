@@ -12,19 +12,19 @@
 #include "base/log.h"
 #include "examples/ctr/ctr_model.h"
 #include "examples/fashion_mnist/fashion_data.h"
-#include "examples/fashion_mnist/metrics_log.h"
 #include "recordio/reader.h"
 #include "recordio/scanner.h"
 #include "tools/ctr_gen/auc.h"
 #include "tools/ctr_gen/ctr_record.h"
 #include "trainer/master_client.h"
+#include "trainer/metrics_log.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::examples::ctr {
 namespace {
 
-using fashion_mnist::JsonLine;
-using fashion_mnist::MetricsLog;
+using trainer::MetricsLine;
+using trainer::MetricsLog;
 
 // Scale of the table's initial values: small, so that the MLP starts near
 // a constant and every row learns from its own gradients.
@@ -223,16 +223,12 @@ class CtrTrainer {
     }
     MaybeReportProgress(/*force=*/interval_samples_ > 0);
 
-    JsonLine line;
-    line.Add("event", "pass")
-        .Add("trainer", config_.trainer_id)
-        .Add("pass", pass)
-        .Add("samples", pass_samples_)
-        .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
-        .Add("bad_records", pass_bad_);
+    auto line = MetricsLine::Pass(
+        config_.trainer_id, pass, pass_samples_,
+        pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN, pass_bad_);
     if (config_.sync())
-      line.Add("step", static_cast<int64_t>(step_))
-          .Add("lost_steps", lost_steps_);
+      line.Add(trainer::metrics_key::kStep, static_cast<int64_t>(step_))
+          .Add(trainer::metrics_key::kLostSteps, lost_steps_);
     if (evaluator_) {
       // The client reconnects if a pserver restarted meanwhile.
       Status s = Evaluate(&line);
@@ -245,8 +241,7 @@ class CtrTrainer {
       FABPS_RETURN_IF_ERROR(s);
     }
     auto now = SteadyClock::now();
-    line.Add("seconds", Seconds(now - pass_start))
-        .Add("elapsed_seconds", Seconds(now - start_));
+    line.Timing(Seconds(now - pass_start), Seconds(now - start_));
     metrics_->Write(line);
     return Status::OK();
   }
@@ -394,7 +389,7 @@ class CtrTrainer {
 
   // The test AUC and mean logistic loss of the current model, added to
   // *line only when every pull succeeded.
-  Status Evaluate(JsonLine* line) {
+  Status Evaluate(MetricsLine* line) {
     auto eval_start = SteadyClock::now();
     auto deadline = Deadline::InMs(config_.timeout_ms);
     FABPS_RETURN_IF_ERROR(ps_->GetParams(param_buffers_, deadline)
@@ -427,9 +422,11 @@ class CtrTrainer {
         scores.push_back(z);
       }
     }
-    line->Add("test_auc", fabps::ctr::Auc(scores, test_.labels))
-        .Add("test_loss", loss / static_cast<double>(n))
-        .Add("eval_seconds", Seconds(SteadyClock::now() - eval_start));
+    line->Add(trainer::metrics_key::kTestAuc,
+              fabps::ctr::Auc(scores, test_.labels))
+        .Add(trainer::metrics_key::kTestLoss, loss / static_cast<double>(n))
+        .Add(trainer::metrics_key::kEvalSeconds,
+             Seconds(SteadyClock::now() - eval_start));
     return Status::OK();
   }
 
@@ -494,13 +491,9 @@ class CtrTrainer {
     if (!force && secs < config_.progress_seconds) return;
     if (interval_samples_ == 0) return;
     metrics_->Write(
-        JsonLine()
-            .Add("event", "progress")
-            .Add("trainer", config_.trainer_id)
-            .Add("pass", pass_)
-            .Add("samples", pass_samples_)
-            .Add("loss", interval_loss_sum_ / interval_samples_)
-            .Add("samples_per_sec", secs > 0 ? interval_samples_ / secs : 0.0));
+        MetricsLine::Progress(config_.trainer_id, pass_, pass_samples_,
+                              interval_loss_sum_ / interval_samples_,
+                              secs > 0 ? interval_samples_ / secs : 0.0));
     ResetInterval();
   }
 

@@ -15,7 +15,7 @@
 // step in which none was busy, seen in the counter parameter "sync.busy"
 // (README.md, "Sync mode").
 //
-// Output: JSON lines (examples/fashion_mnist/metrics_log.h) on stdout and
+// Output: JSON lines (trainer/metrics_line.h) on stdout and
 // in --metrics-file: "progress" lines (samples_per_sec, loss) and one
 // "pass" line per pass; the evaluator's carries test_auc and test_loss, on
 // every test impression, and eval_seconds (part of the pass's seconds).

@@ -3,7 +3,7 @@
 #include <cstring>
 
 #include "examples/fashion_mnist/fashion_data.h"
-#include "examples/fashion_mnist/metrics_log.h"
+#include "trainer/metrics_log.h"
 #include "trainer/model_file.h"
 
 namespace fabps::examples::fashion_mnist {
@@ -40,14 +40,12 @@ Status EvaluateModelFile(const TrainerConfig& config) {
   }
   Mlp<float> mlp;
   Evaluation e = EvaluateModel(params, test_set, config.eval_batch, &mlp);
-  FABPS_ASSIGN_OR_RETURN(auto log, MetricsLog::Open(config.metrics_file));
-  log->Write(
-      JsonLine()
-          .Add("event", "evaluate")
-          .Add("model", config.evaluate)
-          .Add("test_examples", static_cast<int64_t>(test_set.labels.size()))
-          .Add("test_accuracy", e.accuracy)
-          .Add("test_loss", e.loss));
+  FABPS_ASSIGN_OR_RETURN(auto log,
+                         trainer::MetricsLog::Open(config.metrics_file));
+  log->Write(trainer::MetricsLine::Evaluate(
+                 config.evaluate, static_cast<int64_t>(test_set.labels.size()))
+                 .Add(trainer::metrics_key::kTestAccuracy, e.accuracy)
+                 .Add(trainer::metrics_key::kTestLoss, e.loss));
   return Status::OK();
 }
 

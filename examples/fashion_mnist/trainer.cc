@@ -14,11 +14,11 @@
 #include "base/log.h"
 #include "coord/store.h"
 #include "examples/fashion_mnist/fashion_data.h"
-#include "examples/fashion_mnist/metrics_log.h"
 #include "examples/fashion_mnist/mlp.h"
 #include "examples/fashion_mnist/mlp_model_file.h"
 #include "metrics/metrics_flags.h"
 #include "trainer/master_client.h"
+#include "trainer/metrics_log.h"
 #include "trainer/model_file.h"
 #include "trainer/pserver_client.h"
 #include "trainer/trainer_metrics.h"
@@ -87,7 +87,8 @@ class FashionMnistTrainer {
     } else {
       InitMlpParams(config_.seed, &initial);
     }
-    FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
+    FABPS_ASSIGN_OR_RETURN(metrics_,
+                           trainer::MetricsLog::Open(config_.metrics_file));
     FABPS_ASSIGN_OR_RETURN(
         metrics_server_,
         metrics::StartMetricsServer(config_.prometheus, config_.metrics_host,
@@ -223,13 +224,9 @@ class FashionMnistTrainer {
     }
     MaybeReportProgress(/*force=*/interval_samples_ > 0);
 
-    JsonLine line;
-    line.Add("event", "pass")
-        .Add("trainer", config_.trainer_id)
-        .Add("pass", pass)
-        .Add("samples", pass_samples_)
-        .Add("loss", pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN)
-        .Add("bad_records", pass_bad_);
+    auto line = trainer::MetricsLine::Pass(
+        config_.trainer_id, pass, pass_samples_,
+        pass_samples_ ? pass_loss_sum_ / pass_samples_ : NAN, pass_bad_);
     if (evaluator_) {
       Status pulled = Pull();  // the client reconnects if a pserver restarted
       for (int i = 0; i < kMaxFailedStepsInARow && !pulled.ok(); i++) {
@@ -239,11 +236,11 @@ class FashionMnistTrainer {
       FABPS_RETURN_IF_ERROR(pulled);
       Evaluation e =
           EvaluateModel(params_, test_set_, config_.eval_batch, &mlp_);
-      line.Add("test_accuracy", e.accuracy).Add("test_loss", e.loss);
+      line.Add(trainer::metrics_key::kTestAccuracy, e.accuracy)
+          .Add(trainer::metrics_key::kTestLoss, e.loss);
     }
     auto now = SteadyClock::now();
-    line.Add("seconds", Seconds(now - pass_start))
-        .Add("elapsed_seconds", Seconds(now - start_));
+    line.Timing(Seconds(now - pass_start), Seconds(now - start_));
     metrics_->Write(line);
     return Status::OK();
   }
@@ -263,10 +260,8 @@ class FashionMnistTrainer {
                              "job " + config_.job,
                              Deadline::InMs(config_.timeout_ms))
             .WithContext("saving the model to " + config_.save_model));
-    metrics_->Write(JsonLine()
-                        .Add("event", "saved")
-                        .Add("trainer", config_.trainer_id)
-                        .Add("model", config_.save_model));
+    metrics_->Write(
+        trainer::MetricsLine::Saved(config_.trainer_id, config_.save_model));
     return Status::OK();
   }
 
@@ -414,19 +409,15 @@ class FashionMnistTrainer {
     if (!force && !by_batches && secs < config_.progress_seconds) return;
     if (interval_samples_ == 0) return;
     prometheus_.SetSamplesPerSecond(secs > 0 ? interval_samples_ / secs : 0.0);
-    metrics_->Write(
-        JsonLine()
-            .Add("event", "progress")
-            .Add("trainer", config_.trainer_id)
-            .Add("pass", pass_)
-            .Add("samples", pass_samples_)
-            .Add("loss", interval_loss_sum_ / interval_samples_)
-            .Add("samples_per_sec", secs > 0 ? interval_samples_ / secs : 0.0));
+    metrics_->Write(trainer::MetricsLine::Progress(
+        config_.trainer_id, pass_, pass_samples_,
+        interval_loss_sum_ / interval_samples_,
+        secs > 0 ? interval_samples_ / secs : 0.0));
     ResetInterval();
   }
 
   const TrainerConfig config_;
-  std::unique_ptr<MetricsLog> metrics_;
+  std::unique_ptr<trainer::MetricsLog> metrics_;
   // Prometheus metrics, served on --metrics-port (metrics_server_ is null
   // when off). The server is declared after what it exposes, so it stops
   // first.

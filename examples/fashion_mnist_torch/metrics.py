@@ -1,7 +1,9 @@
-"""The trainer's JSON lines, as examples/fashion_mnist/metrics_log.h writes
-them: each event is one line on stdout and, with a path, appended to a file
-opened with O_APPEND and written in one write(2), so the lines of several
-trainers sharing the file never interleave. Non-finite numbers are null."""
+"""The trainer's metrics lines in Python: the format of trainer/metrics_line.h
+(docs/formats/metrics_line.md), which tests/trainer/metrics_line_test.cc
+checks this writer's output against. Each event is one line on stdout and,
+with a path, appended to a file opened with O_APPEND and written in one
+write(2), so the lines of several trainers sharing the file never
+interleave. Non-finite numbers are null."""
 
 import json
 import math
@@ -11,6 +13,24 @@ import sys
 
 def _finite(v):
     return None if isinstance(v, float) and not math.isfinite(v) else v
+
+
+def progress_line(trainer, pass_, samples, loss, samples_per_sec):
+    """MetricsLine::Progress: a running pass's interval."""
+    return {"event": "progress", "trainer": trainer, "pass": pass_,
+            "samples": samples, "loss": loss,
+            "samples_per_sec": samples_per_sec}
+
+
+def pass_line(trainer, pass_, samples, loss, bad_records, tests=None, *,
+              seconds, elapsed_seconds):
+    """MetricsLine::Pass: a pass's end; `tests` ({"test_accuracy": ...,
+    "test_loss": ...}, the evaluator's) before the timing."""
+    line = {"event": "pass", "trainer": trainer, "pass": pass_,
+            "samples": samples, "loss": loss, "bad_records": bad_records}
+    line.update(tests or {})
+    line.update(seconds=seconds, elapsed_seconds=elapsed_seconds)
+    return line
 
 
 class MetricsLog:

@@ -255,20 +255,18 @@ class Trainer:
             self.log.warning("pass %d: skipped %d malformed records", p,
                              batch.bad_records)
         self.maybe_report_progress(force=self.interval_samples > 0)
-        line = {"event": "pass", "trainer": cfg.trainer_id, "pass": p,
-                "samples": self.pass_samples,
-                "loss": self.pass_loss / self.pass_samples
-                if self.pass_samples else math.nan,
-                "bad_records": batch.bad_records}
+        tests = None
         if self.evaluator:
             self.pull_for_evaluation()
             acc, loss = mlp.evaluate(self.model, self.test_x, self.test_y,
                                      cfg.eval_batch)
-            line.update(test_accuracy=acc, test_loss=loss)
+            tests = {"test_accuracy": acc, "test_loss": loss}
         now = time.monotonic()
-        line.update(seconds=now - pass_start,
-                    elapsed_seconds=now - self.start)
-        self.metrics.write(line)
+        self.metrics.write(metrics.pass_line(
+            cfg.trainer_id, p, self.pass_samples,
+            self.pass_loss / self.pass_samples if self.pass_samples
+            else math.nan, batch.bad_records, tests,
+            seconds=now - pass_start, elapsed_seconds=now - self.start))
 
     def pull_for_evaluation(self):
         """The job's current parameters; retried as the C++ evaluator does
@@ -312,11 +310,10 @@ class Trainer:
             return
         if self.interval_samples == 0:
             return
-        self.metrics.write({
-            "event": "progress", "trainer": self.cfg.trainer_id,
-            "pass": self.pass_, "samples": self.pass_samples,
-            "loss": self.interval_loss / self.interval_samples,
-            "samples_per_sec": self.interval_samples / secs if secs > 0 else 0.0})
+        self.metrics.write(metrics.progress_line(
+            self.cfg.trainer_id, self.pass_, self.pass_samples,
+            self.interval_loss / self.interval_samples,
+            self.interval_samples / secs if secs > 0 else 0.0))
         self.reset_interval()
 
 

@@ -481,10 +481,9 @@ void DataPlane::SendCredit(const std::shared_ptr<Trainer>& t, uint32_t slot,
     return;
   }
   // Off the progress thread (an apply worker, a sync step released by
-  // another trainer's push): the progress thread posts it. A credit written
-  // by the worker itself made the trainer's pull that followed it slower
-  // over tcp on 2 cores (the pserver's send of a 4 MiB read took 2-3.6 ms
-  // against 1-2 ms; bench/README.md, "Who posts a credit").
+  // another trainer's push): the progress thread posts it. A credit that the
+  // worker writes itself slows the trainer's pull that follows it over tcp
+  // (docs/decisions/010-credits-posted-from-the-progress-thread.md).
   credit_endpoint_->RunOnProgressThread([this, t, slot, block, code] {
     on_progress_thread = true;
     SendCredit(t, slot, block, code);

@@ -204,9 +204,10 @@ int Serve(Flags f, const std::string& token) {
       "time from a push's arrival to its credit (async: queueing and apply)",
       fabps::metrics::ExponentialBuckets(1e-5, 4, 10), labels);
   dpo.provider = f.provider;
-  dpo.interface_address = f.interface_address.empty() && f.provider != "shm"
-                              ? f.advertise_host
-                              : f.interface_address;
+  // A provider that binds to no interface (shm) ignores it
+  // (FabricCapabilities::binds_to_interface).
+  dpo.interface_address =
+      f.interface_address.empty() ? f.advertise_host : f.interface_address;
   if (dpo.interface_address == "0.0.0.0") dpo.interface_address.clear();
   dpo.pserver_index = f.index;
   dpo.slots_per_trainer = f.slots;

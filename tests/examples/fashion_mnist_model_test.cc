@@ -1,6 +1,7 @@
 // The Fashion-MNIST example's model and data handling, in process: the
 // backward pass against float64 finite differences, local SGD lowering the
-// loss, deterministic initialization, record parsing and the metrics lines.
+// loss, deterministic initialization and record parsing (the metrics lines:
+// tests/trainer/metrics_line_test.cc).
 #include <gtest/gtest.h>
 
 #include <array>
@@ -10,7 +11,6 @@
 #include <vector>
 
 #include "examples/fashion_mnist/fashion_data.h"
-#include "examples/fashion_mnist/metrics_log.h"
 #include "examples/fashion_mnist/mlp.h"
 #include "recordio/writer.h"
 #include "tests/util/subprocess.h"
@@ -265,26 +265,6 @@ TEST(FashionMnistDataTest, LoadsShardsSkipsBadRecordsAndEvaluates) {
   Evaluation e = EvaluateModel(params, *data, 3, &mlp);
   EXPECT_NEAR(e.accuracy, 0.2, 1e-9);  // the two examples of class 0
   EXPECT_NEAR(e.loss, std::log(10.0), 1e-5);
-}
-
-TEST(FashionMnistMetricsTest, LinesAreValidJson) {
-  JsonLine line;
-  line.Add("event", "pass")
-      .Add("trainer", int64_t{3})
-      .Add("loss", 0.25)
-      .Add("nan", std::nan(""))
-      .Add("text", std::string("a\"b\\c\n"));
-  EXPECT_EQ(line.str(),
-            "{\"event\":\"pass\",\"trainer\":3,\"loss\":0.25,\"nan\":null,"
-            "\"text\":\"a\\\"b\\\\c\\u000a\"}");
-  testing::TempDir dir;
-  auto log = MetricsLog::Open(dir.File("m.jsonl"));
-  ASSERT_TRUE(log.ok());
-  (*log)->Write(JsonLine().Add("a", int64_t{1}));
-  (*log)->Write(JsonLine().Add("b", int64_t{2}));
-  EXPECT_EQ(testing::ReadFileOrEmpty(dir.File("m.jsonl")),
-            "{\"a\":1}\n{\"b\":2}\n");
-  EXPECT_FALSE(MetricsLog::Open(dir.File("missing/m.jsonl")).ok());
 }
 
 }  // namespace

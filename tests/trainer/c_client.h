@@ -23,8 +23,8 @@ inline fabps_pserver_client* NewCPserverClient(
   EXPECT_NE(o, nullptr);
   if (o == nullptr) return nullptr;
   bool ok = fabps_pserver_options_set_provider(o, provider.c_str()) == FABPS_OK;
-  if (provider != "shm")
-    ok &= fabps_pserver_options_set_interface(o, "127.0.0.1") == FABPS_OK;
+  // shm ignores the interface.
+  ok &= fabps_pserver_options_set_interface(o, "127.0.0.1") == FABPS_OK;
   ok &= fabps_pserver_options_set_block_elements(o, block_elements) == FABPS_OK;
   ok &= fabps_pserver_options_set_trainer_id(o, trainer_id) == FABPS_OK;
   EXPECT_TRUE(ok) << fabps_last_error();

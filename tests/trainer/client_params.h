@@ -42,7 +42,7 @@ inline PServerClientOptions ClientOptions(
   PServerClientOptions o;
   o.addresses = c.addresses();
   o.provider = provider;
-  if (provider != "shm") o.interface_address = "127.0.0.1";
+  o.interface_address = "127.0.0.1";  // shm ignores it
   o.block_elements = kBlock;
   o.default_rule.kind = rule;
   o.default_rule.learning_rate = lr;

@@ -20,7 +20,7 @@ int main(int argc, char** argv) {
   }
   fabps::trainer::PServerClientOptions o;
   o.provider = argv[1];
-  if (o.provider != "shm") o.interface_address = "127.0.0.1";
+  o.interface_address = "127.0.0.1";  // shm ignores it
   o.init_wait_ms = 30000;
   if (std::strcmp(argv[2], "--store") == 0) {
     if (argc != 5) return 2;

@@ -14,7 +14,7 @@ int main(int argc, char** argv) {
   }
   fabps::trainer::PServerClientOptions o;
   o.provider = argv[1];
-  if (o.provider != "shm") o.interface_address = "127.0.0.1";
+  o.interface_address = "127.0.0.1";  // shm ignores it
   o.block_elements = std::stoull(argv[2]);
   for (int i = 3; i < argc; i++) o.addresses.push_back(argv[i]);
   auto c = fabps::trainer::PServerClient::Connect(o);

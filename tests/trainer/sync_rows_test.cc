@@ -149,7 +149,7 @@ class SyncRowsTest : public ::testing::TestWithParam<std::string> {
     PServerClientOptions o;
     o.addresses = cluster_->addresses();
     o.provider = GetParam();
-    if (GetParam() != "shm") o.interface_address = "127.0.0.1";
+    o.interface_address = "127.0.0.1";  // shm ignores it
     o.block_elements = kBlock;
     o.default_rule = Rule();
     o.init_wait_ms = kMs;

@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
   signal(SIGTERM, OnSignal);
   fabps::transport::FabricOptions o;
   o.provider = provider;
-  if (provider != "shm") o.interface_address = "127.0.0.1";
+  o.interface_address = "127.0.0.1";  // shm ignores it
   auto fabric = fabps::transport::OpenFabric(o);
   if (!fabric.ok()) {
     std::fprintf(stderr, "fabric_peer: %s\n",

@@ -136,13 +136,13 @@ void RunPeerFailure(const std::string& provider, int sig) {
   std::printf("error seen: %s\n", failure.ToString().c_str());
 
   // The endpoint still serves the other peer once the dead one is dropped.
-  // shm (libfabric 1.17) queues every transfer behind the one stuck on the
-  // dead peer, so there the contract is weaker: the caller replaces the
-  // endpoint, as fabps clients do when they reconnect.
+  // Where it does not (FabricCapabilities::isolates_dead_peers false: shm)
+  // the caller replaces the endpoint, as fabps clients do when they
+  // reconnect.
   ASSERT_TRUE((*ep)->RemovePeer(*id).ok());
   std::unique_ptr<Endpoint> fresh;
   Endpoint* use = ep->get();
-  if (provider == "shm") {
+  if (!fabric->capabilities().isolates_dead_peers) {
     auto e2 = fabric->CreateEndpoint(ProgressMode::kThread);
     ASSERT_TRUE(e2.ok());
     fresh = std::move(*e2);
@@ -172,15 +172,16 @@ TEST_P(PeerDeathTest, StoppedPeerGivesTimeoutWithinDeadline) {
 // that stopped answering), the progress thread sleeps on the completion
 // queue's wait object instead of polling: over a second of waiting it uses a
 // small part of a core (a polling thread uses all of one it can get). When
-// the peer comes back, the read completes. Providers without a wait object
-// (shm, sockets) poll by design and are skipped.
+// the peer comes back, the read completes. Providers whose progress thread
+// polls by design (FabricCapabilities::progress_thread_sleeps false: shm,
+// sockets) are skipped.
 TEST_P(PeerDeathTest, SmallTransferInFlightLeavesProgressThreadAsleep) {
   const std::string provider = GetParam();
-  if (provider == "shm" || provider == "sockets") {
-    GTEST_SKIP() << provider << ": the progress thread polls (no wait object)";
-  }
   ::unsetenv("FABPS_PROGRESS_HOT_BYTES");  // the default threshold
   FABPS_OPEN_OR_SKIP(fabric, provider);
+  if (!fabric->capabilities().progress_thread_sleeps) {
+    GTEST_SKIP() << provider << ": the progress thread polls";
+  }
   TempDir dir;
   Subprocess peer;
   auto info = StartPeer(provider, dir, "sleeper", &peer);

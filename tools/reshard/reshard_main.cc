@@ -11,7 +11,7 @@
 //   fabps-reshard --run-dir DIR --num-pservers M
 //       a job fabps-launch runs in DIR, while it runs: the launcher stops
 //       its pservers (each checkpoints), re-shards and starts M; the
-//       trainers follow (tools/launch/launch.cc, MaybeResize). Waits for
+//       trainers follow (tools/launch/pserver_resize.h). Waits for
 //       the launcher's answer (--timeout).
 //
 // Parameters and optimizer state are bit-identical before and after.

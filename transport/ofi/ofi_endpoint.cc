@@ -62,8 +62,8 @@ constexpr auto kHot = std::chrono::microseconds(300);
 // bound between socket buffers. A smaller one (a gradient block of a small
 // model, a credit) lets the thread block: its completion arrives through
 // the wait object, and the core is left to the trainer's compute. 4 MiB is
-// the default layout block of float32. Measured in bench/README.md
-// ("Progress while a transfer is in flight").
+// the default layout block of float32
+// (docs/decisions/002-progress-polls-only-for-large-transfers.md).
 constexpr size_t kDefaultHotBytes = size_t{4} << 20;
 // Without a wait object to block on: stay hot (yielding) this long, then
 // sleep in 100 us steps.
@@ -168,15 +168,23 @@ Result<std::unique_ptr<Endpoint>> OfiEndpoint::Create(
 Status OfiEndpoint::Open(const FabricOptions& options) {
   fi_info* info = fabric_->info();
   transfer_limit_ = fabric_->transfer_limit();
-  // Not over ofi_rxm: libfabric 1.17's rxm crashed (SIGSEGV in its
-  // progress, under fi_cq_read) when a pserver's apply threads injected
-  // credits while trainers connected, in about 1 of 20 runs of
-  // CPServerTest.ProgramPushesAndPullsExactly on tcp (0 of 100 with regular
-  // writes); shm and sockets ran clean.
-  inject_size_ = fabric_->provider().find("ofi_rxm") == std::string::npos
-                     ? info->tx_attr->inject_size
-                     : 0;
-  if (fabric_->shm_direct()) shares_ = std::make_unique<LocalShares>();
+  const FabricCapabilities caps = fabric_->capabilities();
+  inject_size_ = caps.inject_size;
+  if (caps.maps_peer_shared_memory) shares_ = std::make_unique<LocalShares>();
+  // Over rxm on tcp (libfabric 1.17), closing the endpoint while a
+  // transfer is partway in reports a CQ error entry without a context,
+  // which rxm dereferences: SIGSEGV in fi_close (about 1 in 6 runs of
+  // netns.job_tcp, a trainer closing while its pulls were in flight). Two
+  // transfers do it: a read whose response is partway in (tcp reports it
+  // twice, the second time freed), and a write with immediate data partway
+  // into this endpoint. A write without immediate data fails silently
+  // there and a zero-byte one has nothing partway in, so the immediate data
+  // go alone after the bytes; reads are waited for (Shutdown), and an
+  // endpoint whose reads do not end is left open (~OfiEndpoint). A peer
+  // built elsewhere can still send a write whose immediate data ride with
+  // its bytes. (fi_av_remove closes no connection: FI_AV_REMOVE_CLEANUP is
+  // off by default.)
+  rxm_over_tcp_ = fabric_->traits().rxm_over_tcp;
   uint64_t order = info->tx_attr->msg_order;
   ordered_writes_ = (order & (FI_ORDER_RMA_WAW | FI_ORDER_WAW)) != 0 &&
                     info->ep_attr->max_order_waw_size >= transfer_limit_;
@@ -191,32 +199,12 @@ Status OfiEndpoint::Open(const FabricOptions& options) {
   cq_attr.size = options.cq_size;
   // The progress thread blocks on the CQ's wait object when idle; callers
   // that drive progress themselves (kCaller) never block, so they keep the
-  // cheaper CQ without one. A provider without wait objects gets FI_WAIT_NONE
-  // and a thread that sleeps in short steps instead.
-  // shm is left polling: its wait object does not announce the target-side
-  // progress of large transfers, and a blocked target made 64 MiB push+pull
-  // 2-3x slower (bench/README.md, "Blocking progress"). sockets too: once,
-  // under load, 512 outstanding reads did not complete within 20 s with a
-  // blocking CQ (not understood yet; the provider has its own thread).
-  const std::string provider = fabric_->provider();
-  // Over rxm on tcp (libfabric 1.17), closing the endpoint while a
-  // transfer is partway in reports a CQ error entry without a context,
-  // which rxm dereferences: SIGSEGV in fi_close (about 1 in 6 runs of
-  // netns.job_tcp, a trainer closing while its pulls were in flight). Two
-  // transfers do it: a read whose response is partway in (tcp reports it
-  // twice, the second time freed), and a write with immediate data partway
-  // into this endpoint. A write without immediate data fails silently
-  // there and a zero-byte one has nothing partway in, so the immediate data
-  // go alone after the bytes; reads are waited for (Shutdown), and an
-  // endpoint whose reads do not end is left open (~OfiEndpoint). A peer
-  // built elsewhere can still send a write whose immediate data ride with
-  // its bytes. (fi_av_remove closes no connection: FI_AV_REMOVE_CLEANUP is
-  // off by default.)
-  rxm_over_tcp_ = provider.rfind("tcp", 0) == 0 &&
-                  provider.find("ofi_rxm") != std::string::npos;
+  // cheaper CQ without one, and so do providers that poll by choice
+  // (FabricCapabilities::progress_thread_sleeps, ofi_fabric.cc says why). A
+  // provider without wait objects gets FI_WAIT_NONE and a thread that sleeps
+  // in short steps instead.
   ret = -FI_ENOSYS;
-  if (mode_ == ProgressMode::kThread && provider != "shm" &&
-      provider != "sockets") {
+  if (mode_ == ProgressMode::kThread && caps.progress_thread_sleeps) {
     cq_attr.wait_obj = FI_WAIT_UNSPEC;
     ret = fi_cq_open(fabric_->domain(), &cq_attr, &cq_, nullptr);
     can_block_ = ret == 0;

@@ -133,8 +133,8 @@ class OfiEndpoint final : public Endpoint,
   const ProgressMode mode_;
   size_t transfer_limit_ = 0;
   // Sends up to this size and zero-length writes (a credit: immediate data
-  // only) are injected (the provider's tx_attr->inject_size; 0: never, as
-  // over ofi_rxm, see Open).
+  // only) are injected (FabricCapabilities::inject_size; 0: never, as over
+  // ofi_rxm, see DescribeProvider).
   size_t inject_size_ = 0;
   bool ordered_writes_ = false;
   // rxm over tcp (libfabric 1.17), whose connections must not close with a
@@ -142,8 +142,8 @@ class OfiEndpoint final : public Endpoint,
   // in a zero-byte write after its bytes, and reads in flight are waited
   // for before the endpoint closes.
   bool rxm_over_tcp_ = false;
-  // The copy-free path to peers' SharedMemory (OfiFabric::shm_direct); null
-  // when off.
+  // The copy-free path to peers' SharedMemory
+  // (FabricCapabilities::maps_peer_shared_memory); null when off.
   std::unique_ptr<LocalShares> shares_;
   fid_av* av_ = nullptr;
   fid_cq* cq_ = nullptr;

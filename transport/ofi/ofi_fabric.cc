@@ -59,8 +59,16 @@ void* LocalDescriptor(const MemoryRegion& region) {
   return static_cast<const OfiMemoryRegion&>(region).desc();
 }
 
-Result<fi_info*> GetInfo(const std::string& provider,
-                         const std::string& interface_address) {
+namespace {
+
+bool IsSocketAddress(uint32_t addr_format) {
+  return addr_format == FI_SOCKADDR || addr_format == FI_SOCKADDR_IN ||
+         addr_format == FI_SOCKADDR_IN6 || addr_format == FI_SOCKADDR_IB;
+}
+
+// fi_getinfo for `provider`, with `node` (when not null) as the source
+// address.
+Result<fi_info*> QueryProvider(const std::string& provider, const char* node) {
   fi_info* hints = fi_allocinfo();
   if (hints == nullptr) return Status::ResourceExhausted("fi_allocinfo");
   hints->caps = kCaps;
@@ -70,8 +78,6 @@ Result<fi_info*> GetInfo(const std::string& provider,
   hints->domain_attr->threading = FI_THREAD_SAFE;
   hints->fabric_attr->prov_name = strdup(provider.c_str());
   fi_info* info = nullptr;
-  const char* node =
-      interface_address.empty() ? nullptr : interface_address.c_str();
   int ret = fi_getinfo(FI_VERSION(1, 17), node, nullptr, node ? FI_SOURCE : 0,
                        hints, &info);
   fi_freeinfo(hints);
@@ -82,6 +88,58 @@ Result<fi_info*> GetInfo(const std::string& provider,
                                  ": remote CQ data smaller than 8 bytes");
   }
   return info;
+}
+
+}  // namespace
+
+Result<fi_info*> GetInfo(const std::string& provider,
+                         const std::string& interface_address) {
+  if (interface_address.empty()) return QueryProvider(provider, nullptr);
+  auto bound = QueryProvider(provider, interface_address.c_str());
+  if (bound.ok() && IsSocketAddress(bound.value()->addr_format)) return bound;
+  // A provider whose addresses are names, not socket addresses (shm:
+  // FI_ADDR_STR), takes the node as the endpoint's name instead of an
+  // interface, and every endpoint would get the same one: it is asked
+  // without it (FabricCapabilities::binds_to_interface false).
+  auto unbound = QueryProvider(provider, nullptr);
+  if (unbound.ok() && !IsSocketAddress(unbound.value()->addr_format)) {
+    if (bound.ok()) fi_freeinfo(bound.value());
+    return unbound;
+  }
+  if (unbound.ok()) fi_freeinfo(unbound.value());
+  return bound;
+}
+
+ProviderTraits DescribeProvider(const fi_info* info, bool shm_direct) {
+  const std::string name = info->fabric_attr->prov_name;
+  const bool over_rxm = name.find("ofi_rxm") != std::string::npos;
+  // libfabric 1.17 reports no attribute for what the name checks below
+  // stand for; each says why it is needed.
+  // shm: its peers are processes of this host (the answer's caps do not say
+  // so: FI_LOCAL_COMM appears only when the hints ask for it).
+  const bool shm = name == "shm";
+  ProviderTraits t;
+  t.same_host_only = shm;
+  t.rxm_over_tcp = over_rxm && name.rfind("tcp", 0) == 0;
+  FabricCapabilities& c = t.capabilities;
+  // Not over ofi_rxm, whatever its inject_size: libfabric 1.17's rxm
+  // crashes (SIGSEGV in its progress, under fi_cq_read) when a pserver's
+  // apply threads inject credits while trainers connect (about 1 run of
+  // CPServerTest.ProgramPushesAndPullsExactly in 20 on tcp; none in 100 with
+  // regular writes); shm and sockets run clean.
+  c.inject_size = over_rxm ? 0 : info->tx_attr->inject_size;
+  c.binds_to_interface = IsSocketAddress(info->addr_format);
+  // shm polls: its wait object does not announce the target-side progress
+  // of large transfers, so a blocked target slows large push+pull 2-3x.
+  // sockets too: with a blocking CQ, outstanding reads can stall under load
+  // (the provider has its own thread). See
+  // docs/decisions/001-progress-thread-blocks-on-the-cq-wait-object.md.
+  c.progress_thread_sleeps = !shm && name != "sockets";
+  c.maps_peer_shared_memory = shm && shm_direct;
+  // shm (libfabric 1.17) queues every transfer behind one stuck on a dead
+  // peer.
+  c.isolates_dead_peers = !shm;
+  return t;
 }
 
 std::vector<ProviderProbe> ProbeProviders(
@@ -133,7 +191,8 @@ Result<std::unique_ptr<MemoryRegion>> OfiFabric::Register(void* data,
     return FiError("fi_mr_reg(" + std::to_string(len) + " bytes)", ret);
   bool virt = (mr_mode() & FI_MR_VIRT_ADDR) != 0;
   std::optional<ShareInfo> share;
-  if (shm_direct_) share = FindShare(data, len);
+  if (traits_.capabilities.maps_peer_shared_memory)
+    share = FindShare(data, len);
   return std::unique_ptr<MemoryRegion>(
       new OfiMemoryRegion(mr, data, len, virt, std::move(share)));
 }
@@ -181,7 +240,11 @@ Result<std::unique_ptr<Fabric>> CreateOfiFabric(const FabricOptions& options) {
     reason = "requested by name";
   }
   FABPS_LOG(INFO) << "fabric provider " << chosen << " (" << reason << ")";
-  if (std::strcmp(info->fabric_attr->prov_name, "shm") == 0) {
+  const char* direct_env = std::getenv("FABPS_SHM_DIRECT");
+  ProviderTraits traits = DescribeProvider(
+      info, options.shm_direct &&
+                !(direct_env != nullptr && std::strcmp(direct_env, "0") == 0));
+  if (traits.same_host_only) {
     // A dead process that had our pid may have left its regions under the
     // names our endpoints are about to take (see base/shm_regions.h).
     static std::once_flag once;
@@ -200,10 +263,7 @@ Result<std::unique_ptr<Fabric>> CreateOfiFabric(const FabricOptions& options) {
   f->reason_ = reason;
   f->options_ = options;
   f->info_ = info;
-  const char* direct_env = std::getenv("FABPS_SHM_DIRECT");
-  f->shm_direct_ =
-      chosen == "shm" && options.shm_direct &&
-      !(direct_env != nullptr && std::strcmp(direct_env, "0") == 0);
+  f->traits_ = traits;
   int ret = fi_fabric(info->fabric_attr, &f->fabric_, nullptr);
   if (ret != 0) return FiError("fi_fabric(" + chosen + ")", ret);
   ret = fi_domain(f->fabric_, info, &f->domain_, nullptr);

@@ -32,6 +32,23 @@ struct ProviderProbe {
 };
 std::vector<ProviderProbe> ProbeProviders(const std::string& interface_address);
 
+// What the provider answering `info` (a GetInfo answer) does: the public
+// capabilities and the quirks only this backend acts on. Every provider
+// name check of the backend is here.
+struct ProviderTraits {
+  FabricCapabilities capabilities;
+  // rxm over tcp (libfabric 1.17) crashes closing a connection with a
+  // transfer partway in: a write's immediate data travel alone, in a
+  // zero-byte write after its bytes, and reads in flight are waited for
+  // before an endpoint closes (ofi_endpoint.cc).
+  bool rxm_over_tcp = false;
+  // The provider's peers are processes of this host, whose shared-memory
+  // regions are named by pid (base/shm_regions.h).
+  bool same_host_only = false;
+};
+// `shm_direct`: FabricOptions::shm_direct and FABPS_SHM_DIRECT not "0".
+ProviderTraits DescribeProvider(const fi_info* info, bool shm_direct);
+
 class OfiFabric final : public Fabric {
  public:
   ~OfiFabric() override;
@@ -39,6 +56,9 @@ class OfiFabric final : public Fabric {
   std::string provider() const override { return provider_; }
   std::string choice_reason() const override { return reason_; }
   size_t max_message_size() const override;
+  FabricCapabilities capabilities() const override {
+    return traits_.capabilities;
+  }
   Result<std::unique_ptr<MemoryRegion>> Register(void* data,
                                                  size_t len) override;
   Result<std::unique_ptr<Endpoint>> CreateEndpoint(ProgressMode mode) override;
@@ -49,9 +69,7 @@ class OfiFabric final : public Fabric {
   fi_info* info() const { return info_; }
   fid_domain* domain() const { return domain_; }
   size_t transfer_limit() const { return transfer_limit_; }
-  // Whether RMA to a peer's SharedMemory is a memcpy (FabricOptions::shm_direct
-  // on the shm provider).
-  bool shm_direct() const { return shm_direct_; }
+  const ProviderTraits& traits() const { return traits_; }
 
  private:
   friend Result<std::unique_ptr<Fabric>> CreateOfiFabric(
@@ -65,7 +83,7 @@ class OfiFabric final : public Fabric {
   fid_fabric* fabric_ = nullptr;
   fid_domain* domain_ = nullptr;
   size_t transfer_limit_ = 0;
-  bool shm_direct_ = false;
+  ProviderTraits traits_;
   std::atomic<uint64_t> next_key_{
       1};  // keys we choose when the provider does not
   std::unique_ptr<RegistrationCache> cache_;
