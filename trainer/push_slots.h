@@ -3,7 +3,7 @@
 //
 // A push writes a block into one of this trainer's slots on the block's
 // pserver; the pserver applies it and returns a credit (an immediate
-// carrying pserver, slot, block and a status code, pserver/wire.h), which
+// carrying pserver, slot, block and a status code, protocol/wire.h), which
 // frees the slot and finishes that part of the push. Acquire blocks while
 // every slot of the pserver is taken; a credit that names no slot in use is
 // logged and dropped (a bad or late peer never frees someone else's slot).

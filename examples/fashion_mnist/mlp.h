@@ -3,7 +3,7 @@
 // cross-entropy on the 10 logits, computed with Eigen.
 //
 // Parameters are six separate tensors, stored row-major as the pservers hold
-// them (pserver/layout.h: a [rows, cols] tensor is rows rows of cols
+// them (protocol/layout.h: a [rows, cols] tensor is rows rows of cols
 // elements):
 //   fc1.w [784, 256]  fc1.b [256]
 //   fc2.w [256, 128]  fc2.b [128]

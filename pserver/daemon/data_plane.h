@@ -2,7 +2,7 @@
 // registration of the shard arena (trainers RMA-read parameter values from
 // it) and one landing region per registered trainer, cut into slots that the
 // trainer RMA-writes gradient blocks into. Each write carries immediate data
-// (pserver/wire.h) naming trainer, slot and block; the data plane validates
+// (protocol/wire.h) naming trainer, slot and block; the data plane validates
 // it, hands the slot to Shard::ApplyAsync, and when the apply is done writes
 // a credit (zero bytes with immediate data) back to the trainer, who may
 // then reuse the slot. A trainer thus never overwrites a slot that is not yet
@@ -11,7 +11,7 @@
 // trainer maps them and its RMA becomes a memcpy (transport/local_shares.h);
 // the immediate data and everything the data plane checks stay the same.
 //
-// Rows (pserver/rows_slot.h): a push word of kind kRows names a slot holding
+// Rows (protocol/slot_codec.h): a push word of kind kRows names a slot holding
 // a rows header, row ids and row gradients; it is applied like a dense block
 // (Shard's sparse-rows path: lazy, duplicates summed). A word of kind
 // kRowsRead names a slot holding a header and row ids; the data plane copies

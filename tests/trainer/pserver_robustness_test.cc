@@ -29,7 +29,7 @@ namespace ps = rpc::pserver;
 
 constexpr uint64_t kBlock = 1024;
 // "many" is 3 rows of kRow elements. A row is longer than kBlock, so each
-// block is one row (pserver/layout.h).
+// block is one row (protocol/layout.h).
 constexpr size_t kRow = kBlock + 5;
 constexpr size_t kMany = 3 * kRow;
 constexpr int64_t kMs = 30000;
@@ -208,7 +208,7 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   CheckServesExactly(good.get());
 }
 
-// Rows pushes and reads whose slot header lies (pserver/rows_slot.h): each is
+// Rows pushes and reads whose slot header lies (protocol/slot_codec.h): each is
 // refused with an error credit and counted, nothing of it is applied, and
 // the pserver goes on serving. "many" is [3, kRow]: one row a block.
 TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {

@@ -9,6 +9,7 @@
 #include <nlohmann/json.hpp>
 
 #include "base/file_util.h"
+#include "protocol/rule_config.h"
 #include "tools/launch/model_spec.h"
 
 namespace fabps::launch {
@@ -31,7 +32,7 @@ class CtrModel final : public ModelSpec {
                                     /*lr_final=*/NAN,
                                     /*save_period=*/120,
                                     /*trainers=*/{"cpp"},
-                                    /*rules=*/{"adagrad", "adam", "sgd"},
+                                    /*rules=*/protocol::RuleNames(),
                                     /*sync=*/true,
                                     /*init_from_trainer=*/""};
     return d;

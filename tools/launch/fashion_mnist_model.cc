@@ -8,6 +8,7 @@
 #include <filesystem>
 
 #include "base/file_util.h"
+#include "protocol/rule_config.h"
 #include "tools/launch/model_spec.h"
 
 namespace fabps::launch {
@@ -39,7 +40,7 @@ class FashionMnistModel final : public ModelSpec {
         /*lr_final=*/0.00005,
         /*save_period=*/10,
         /*trainers=*/{"cpp", "torch"},
-        /*rules=*/{"sgd", "momentum", "adam", "adagrad"},
+        /*rules=*/protocol::RuleNames(),
         /*sync=*/false,
         /*init_from_trainer=*/"cpp"};
     return d;
