@@ -53,7 +53,7 @@ import metrics  # noqa: E402
 import model as mlp  # noqa: E402
 
 PROGRAM = "fabps-fashion-mnist-torch"
-RULES = ("sgd", "momentum", "nesterov", "adam", "adagrad")
+RULES = fabps.Rule.KINDS
 MAX_LOST_STEPS_IN_A_ROW = 30
 BUCKET_BYTES = 0
 

@@ -43,13 +43,17 @@ std::string Repr(const UpdateRuleConfig& c) {
 
 void DefineRule(py::module_& m) {
   const UpdateRuleConfig d;  // the defaults, in one place: the C++ struct
-  py::class_<UpdateRuleConfig>(m, "Rule", R"doc(
-An update rule the pservers apply to a parameter (pserver/update_rule.h):
+  py::class_<UpdateRuleConfig> rule(m, "Rule", R"doc(
+An update rule the pservers apply to a parameter (protocol/rule_config.h):
 kind 'sgd' (w -= lr*g), 'momentum', 'nesterov', 'adam', 'adagrad'; lr; the
 schedule 'constant' or 'linear_decay' (lr to final_lr over decay_steps);
 momentum; beta1, beta2, epsilon; adagrad_initial; weight_decay; clip_value
-and clip_norm (0: off). Validated when built (fabps.InvalidArgument).)doc")
-      .def(py::init([](const std::string& kind, double lr,
+and clip_norm (0: off). Validated when built (fabps.InvalidArgument).
+Rule.KINDS names every kind.)doc");
+  py::list kinds;
+  for (const std::string& name : protocol::RuleNames()) kinds.append(name);
+  rule.attr("KINDS") = py::tuple(kinds);
+  rule.def(py::init([](const std::string& kind, double lr,
                        const std::string& schedule, double final_lr,
                        uint64_t decay_steps, double momentum, double beta1,
                        double beta2, double epsilon, double adagrad_initial,

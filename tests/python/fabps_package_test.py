@@ -215,6 +215,14 @@ def test_save_model(cluster, tmp_path):
     assert saved, "no checkpoint files written"
 
 
+def test_rule_kinds_are_the_protocols_names():
+    assert fabps.Rule.KINDS == ("sgd", "momentum", "nesterov", "adam", "adagrad")
+    for kind in fabps.Rule.KINDS:
+        assert fabps.Rule(kind).kind == kind
+    with pytest.raises(fabps.InvalidArgument, match="adamw.*nesterov"):
+        fabps.Rule("adamw")
+
+
 def test_bad_buffers_are_refused_and_send_nothing(cluster):
     ps = cluster(1)
     init = params()

@@ -30,11 +30,7 @@ inline std::vector<ParamSpec> Specs() {
           {"many", DType::kFloat32, {3, kBlock + 5}}};
 }
 
-inline size_t Elements(const ParamSpec& s) {
-  size_t n = 1;
-  for (auto d : s.shape) n *= d;
-  return n;
-}
+inline size_t Elements(const ParamSpec& s) { return protocol::ElementCount(s); }
 
 inline PServerClientOptions ClientOptions(
     const PServerCluster& c, const std::string& provider,

@@ -12,6 +12,7 @@
 #include <thread>
 #include <vector>
 
+#include "protocol/slot_codec.h"
 #include "protocol/wire.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
@@ -240,7 +241,7 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   };
   const size_t row_bytes = kRow * 4;
   for (const Forged& f : forged) {
-    protocol::wire::RowsHeader h{f.kind, f.block, f.count};
+    protocol::RowsHeader h{f.kind, f.block, f.count};
     std::memcpy(raw.buf.data(), &h, sizeof(h));
     std::memcpy(raw.buf.data() + 16, &f.row, 8);
     std::vector<float> ones(kRow, 1.0f);
@@ -258,7 +259,7 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   EXPECT_EQ(st.gradients_applied, 0);
   EXPECT_EQ(Pull(good.get()), std::vector<float>(kMany, 0.0f));
   // The same hand-made trainer's honest rows push is applied: row 0 - 1.
-  protocol::wire::RowsHeader h{kRowsKind, 0, 1};
+  protocol::RowsHeader h{kRowsKind, 0, 1};
   std::memcpy(raw.buf.data(), &h, sizeof(h));
   std::memset(raw.buf.data() + 16, 0, 8);
   ASSERT_NO_FATAL_FAILURE(raw.Write(

@@ -29,8 +29,7 @@ int main(int argc, char** argv) {
   }
   auto idx = (*layout)->FindParam("many");
   if (!idx.ok()) return 1;
-  size_t n = 1;
-  for (auto d : (*layout)->params()[*idx].shape) n *= d;
+  const size_t n = fabps::protocol::ElementCount((*layout)->params()[*idx]);
   std::vector<float> g(n, 1.0f);
   for (long i = 0;; i++) {
     auto h = (*c)->SendGrads({{"many", g.data(), n * sizeof(float)}},

@@ -18,6 +18,7 @@
 
 #include "pserver/shard.h"
 #include "pserver/sparse_rows.h"
+#include "protocol/slot_codec.h"
 #include "protocol/wire.h"
 #include "tests/trainer/c_client.h"
 #include "tests/trainer/pserver_cluster.h"
@@ -248,17 +249,21 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
   auto pack = [&](uint32_t kind, uint32_t block, uint64_t step, uint64_t count,
                   uint64_t row, uint64_t ids_written) {
     std::memset(raw.buf.data(), 0, raw.buf.size());
-    wire::StepHeader h{kind, block, step};
+    protocol::StepHeader h{kind, block, step};
     std::memcpy(raw.buf.data(), &h, sizeof(h));
-    std::memcpy(raw.buf.data() + wire::kStepHeaderBytes, &count, 8);
+    std::memcpy(raw.buf.data() + protocol::kStepHeaderBytes, &count, 8);
     for (uint64_t i = 0; i < ids_written; i++) {
       uint64_t id = row + i;
-      std::memcpy(raw.buf.data() + wire::kStepRowsIdsOffset + 8 * i, &id, 8);
+      std::memcpy(raw.buf.data() +
+                      protocol::RowsIdsOffset(wire::PushKind::kRowsStep) + 8 * i,
+                  &id, 8);
     }
     std::vector<float> ones(ids_written * kDim, 1.0f);
-    std::memcpy(raw.buf.data() + wire::StepRowsValuesOffset(ids_written),
+    std::memcpy(raw.buf.data() + protocol::RowsValuesOffset(
+                                     wire::PushKind::kRowsStep, ids_written),
                 ones.data(), ones.size() * 4);
-    return wire::StepRowsSlotBytes(ids_written, kDim, 4);
+    return protocol::RowsSlotBytes(wire::PushKind::kRowsStep, ids_written,
+                                  kDim * 4);
   };
   const uint32_t kStepRows = static_cast<uint32_t>(wire::PushKind::kRowsStep);
   struct Forged {
