@@ -119,7 +119,7 @@ struct PServerClient::Impl {
 
   // With a store: looks the pservers up again and, where one now serves
   // at another address (restarted elsewhere), opens fresh connections.
-  // A job re-sharded to another pserver count (tools/reshard) is followed:
+  // A job re-sharded to another pserver count (cmd/reshard) is followed:
   // pushes in flight fail, the endpoint is made afresh (its progress thread
   // refers to the slot table, which is sized by the count) and the next
   // EnsureReady learns the new layout.
