@@ -1,7 +1,7 @@
 // Minimal logging to stderr: one line per message.
 //   FABPS_LOG(INFO) << "provider " << name;
 // Every line names its process: role, index (once known) and host, so that
-// the logs of a whole job can be merged and filtered (tools/logs).
+// the logs of a whole job can be merged and filtered (cmd/logs).
 //
 // Text (the default):
 //   I 2026-12-04 14:27:40.394 pserver-1@node7 main.cc:178] claimed index 1

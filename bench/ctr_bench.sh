@@ -22,8 +22,8 @@ passes="${PASSES:-2}"
 records="${RECORDS:-1000000}"
 rows="${TABLE_ROWS:-4194304}"
 read -r -a modes <<<"${MODES:-async sync}"
-launch="$build/tools/launch/fabps-launch"
-for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/tools/fabps-ctr-gen"; do
+launch="$build/cmd/launch/fabps-launch"
+for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/cmd/ctr_gen/fabps-ctr-gen"; do
   [ -x "$b" ] || { echo "build first: $b missing" >&2; exit 1; }
 done
 if [ -n "${KEEP_DIR:-}" ]; then  # keep every run's directory there

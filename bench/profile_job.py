@@ -29,7 +29,7 @@ import tempfile
 import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
-                                "..", "tools"))
+                                "..", "tests", "infra"))
 from job_procs import job_processes, thread_times, training_started  # noqa
 
 
@@ -169,7 +169,7 @@ def main():
     if args.window <= 0 or args.settle < 0:
         p.error("--window must be > 0 and --settle >= 0")
     launch = os.path.join(os.path.abspath(args.build_dir),
-                          "tools/launch/fabps-launch")
+                          "cmd/launch/fabps-launch")
     if not os.access(launch, os.X_OK):
         p.error("%s is missing: build first" % launch)
     if args.perf and shutil.which("perf") is None:

@@ -33,7 +33,7 @@ results="$out/results.jsonl"
 read -r -a systems <<<"${SYSTEMS:-fabps fabps-cpp ddp}"
 : >"$results"
 
-for tool in tools/launch/fabps-launch python/fabps/torch.py \
+for tool in cmd/launch/fabps-launch python/fabps/torch.py \
   examples/fashion_mnist_torch/fabps-fashion-mnist-torch \
   examples/fashion_mnist/fabps-fashion-mnist-trainer; do
   [[ -e "$build/$tool" ]] || {
@@ -58,7 +58,7 @@ for ((i = 1; i <= runs; i++)); do
       run="$out/$system-$i"
       trainer=torch
       [[ $system == fabps-cpp ]] && trainer=cpp
-      "$build/tools/launch/fabps-launch" --trainer "$trainer" --pservers 2 \
+      "$build/cmd/launch/fabps-launch" --trainer "$trainer" --pservers 2 \
         --trainers 2 --passes "$passes" --batch 64 --provider "$provider" \
         --run-dir "$run" --data-dir "$out/data" >"$out/$system-$i.out" 2>&1 || {
         echo "$system run $i failed:" >&2

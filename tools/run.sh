@@ -6,16 +6,16 @@
 # them.
 #
 # The arguments are checked first, before anything is installed or built,
-# against tools/launch/usage.txt: the launcher's --help output, kept in the
+# against cmd/launch/usage.txt: the launcher's --help output, kept in the
 # source tree beside it (the launcher does not exist before the build).
-# tests/tools/launch_usage_test.cc fails when that file differs from what
+# tests/cmd/launch_usage_test.cc fails when that file differs from what
 # the built launcher prints, so the two cannot drift apart. Only flag names
 # are checked here; the launcher checks the values.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 cd "$root"
 build="${FABPS_BUILD_DIR:-$root/build}"
-usage="$root/tools/launch/usage.txt"
+usage="$root/cmd/launch/usage.txt"
 
 # Exits 2 with the usage on stderr when an argument is not a flag of
 # fabps-launch, 0 with the usage on stdout for -h/--help.
@@ -75,5 +75,5 @@ for arg in "$@"; do
   prev=$arg
 done
 tools/build.sh "${targets[@]}"
-"$build/tools/fabps-doctor" || true
-exec "$build/tools/launch/fabps-launch" "$@"
+"$build/cmd/doctor/fabps-doctor" || true
+exec "$build/cmd/launch/fabps-launch" "$@"

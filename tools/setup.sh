@@ -14,7 +14,7 @@ PACKAGES=(
   pybind11-dev python3-pybind11 python3-numpy python3-pytest python3-torch
   libcpp-httplib-dev prometheus  # metrics server; the real Prometheus its test scrapes with
   libopenblas0-pthread libblas-dev  # torch's BLAS and the C++ example's (Eigen links -lblas, OpenBLAS at run time): the reference libblas3 is 5-10x slower
-  slurm-wlm munge python3-yaml  # tools/slurm's test on a real one-node Slurm; deploy/k8s's offline check
+  slurm-wlm munge python3-yaml  # deploy/slurm's test on a real one-node Slurm; deploy/k8s's offline check
   chromium chromium-driver python3-selenium  # the status page's browser test (headless)
 )
 

@@ -2,7 +2,7 @@
 //
 // A job's ps/count is fixed while pservers run (pserver_claim.h refuses a
 // pserver of another count). To change it, the job's pservers stop (their
-// claims released or expired) and a re-sharding tool (tools/reshard) takes
+// claims released or expired) and a re-sharding tool (cmd/reshard) takes
 // every index for itself:
 //
 //   Begin    one lease, and in one Txn ps/<i>/lock for every index

@@ -10,12 +10,12 @@
 
 #include "base/deadline.h"
 #include "base/log.h"
+#include "examples/ctr/auc.h"
 #include "examples/ctr/ctr_model.h"
+#include "examples/ctr/ctr_record.h"
 #include "examples/fashion_mnist/fashion_data.h"
 #include "recordio/reader.h"
 #include "recordio/scanner.h"
-#include "tools/ctr_gen/auc.h"
-#include "tools/ctr_gen/ctr_record.h"
 #include "trainer/master_client.h"
 #include "trainer/metrics_log.h"
 #include "trainer/pserver_client.h"
@@ -53,11 +53,11 @@ struct Impressions {
 // Parses `record` into the end of *out; false (nothing added) when bad.
 bool AddRecord(std::string_view record, int fields, uint64_t table_rows,
                Impressions* out) {
-  uint64_t ids[fabps::ctr::kMaxFields];
+  uint64_t ids[kMaxFields];
   int label;
-  if (!fabps::ctr::ParseCtrRecord(record, fields, &label, ids)) return false;
+  if (!ParseCtrRecord(record, fields, &label, ids)) return false;
   for (int f = 0; f < fields; f++)
-    out->rows.push_back(fabps::ctr::FeatureRow(ids[f], table_rows));
+    out->rows.push_back(FeatureRow(ids[f], table_rows));
   out->labels.push_back(label);
   return true;
 }
@@ -422,8 +422,7 @@ class CtrTrainer {
         scores.push_back(z);
       }
     }
-    line->Add(trainer::metrics_key::kTestAuc,
-              fabps::ctr::Auc(scores, test_.labels))
+    line->Add(trainer::metrics_key::kTestAuc, Auc(scores, test_.labels))
         .Add(trainer::metrics_key::kTestLoss, loss / static_cast<double>(n))
         .Add(trainer::metrics_key::kEvalSeconds,
              Seconds(SteadyClock::now() - eval_start));

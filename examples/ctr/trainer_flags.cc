@@ -4,8 +4,8 @@
 
 #include "base/cli.h"
 #include "coord/store.h"
+#include "examples/ctr/ctr_record.h"
 #include "protocol/rule_config.h"
-#include "tools/ctr_gen/ctr_record.h"
 
 namespace fabps::examples::ctr {
 namespace {
@@ -62,7 +62,7 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
   app.add_option("--fields", c->fields,
                  "fields per impression (records with another count are "
                  "skipped)")
-      ->check(CLI::Range(1, fabps::ctr::kMaxFields));
+      ->check(CLI::Range(1, kMaxFields));
   app.add_option("--hidden", c->hidden, "hidden units of the MLP")
       ->check(CLI::Range(1, 4096));
   app.add_option("--table-rows", c->table_rows,

@@ -1,4 +1,4 @@
-"""Test hosts as network namespaces (tools/netns/netns.sh) and the processes
+"""Test hosts as network namespaces (tests/infra/netns/netns.sh) and the processes
 a test runs on them.
 
 HostSet(k) makes a set of k hosts, each a namespace with one address of
@@ -27,7 +27,7 @@ import time
 SKIP = 77
 SOURCE_DIR = os.path.dirname(os.path.dirname(os.path.dirname(
     os.path.abspath(__file__))))
-NETNS_SH = os.path.join(SOURCE_DIR, "tools", "netns", "netns.sh")
+NETNS_SH = os.path.join(SOURCE_DIR, "tests", "infra", "netns", "netns.sh")
 
 
 def skip(reason):

@@ -30,7 +30,7 @@ def convert_fashion_mnist(data_dir):
         out = os.path.join(data_dir, split)
         os.makedirs(out, exist_ok=True)
         subprocess.run([
-            built_binary("tools/fabps-convert-fashion-mnist"), "--split",
+            built_binary("cmd/convert/fabps-convert-fashion-mnist"), "--split",
             split, "--output-dir", out, "--shards", shards
         ], check=True, capture_output=True, timeout=120)
 
@@ -145,7 +145,7 @@ class Job:
     # daemons -------------------------------------------------------------
     def _daemon(self, host, name, role, argv):
         if self.supervise:
-            argv = [built_binary("tools/launch/fabps-supervise"), role,
+            argv = [built_binary("cmd/launch/fabps-supervise"), role,
                     "--"] + argv
         return host.spawn(name, argv)
 
@@ -180,7 +180,7 @@ class Job:
         """interface: pass --interface with the host's address (else the
         trainer chooses)."""
         metrics = self.metrics_path(trainer_id)
-        supervisor = [built_binary("tools/launch/fabps-supervise"), "trainer",
+        supervisor = [built_binary("cmd/launch/fabps-supervise"), "trainer",
                       "--"] if self.supervise_trainers else []
         p = host.spawn("trainer-%d" % trainer_id, supervisor + [
             built_binary(
@@ -261,7 +261,7 @@ class Job:
     def job_status(self, host):
         """fabps-status -o json, run inside `host`."""
         out = host.run([
-            built_binary("tools/status/fabps-status"), "--store",
+            built_binary("cmd/status/fabps-status"), "--store",
             self.store_spec, "--job", self.job, "-o", "json"
         ], check=False)
         return json.loads(out)

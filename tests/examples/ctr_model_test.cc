@@ -11,9 +11,9 @@
 #include <string>
 #include <vector>
 
-#include "tools/ctr_gen/auc.h"
-#include "tools/ctr_gen/ctr_record.h"
-#include "tools/ctr_gen/planted_model.h"
+#include "examples/ctr/auc.h"
+#include "examples/ctr/ctr_record.h"
+#include "examples/ctr/planted_model.h"
 
 namespace fabps {
 namespace {
@@ -64,45 +64,48 @@ TEST(CtrMlp, GradientsMatchFiniteDifferences) {
 }
 
 TEST(Auc, KnownCases) {
-  EXPECT_DOUBLE_EQ(ctr::Auc({0.1, 0.2, 0.8, 0.9}, {0, 0, 1, 1}), 1.0);
-  EXPECT_DOUBLE_EQ(ctr::Auc({0.9, 0.8, 0.2, 0.1}, {0, 0, 1, 1}), 0.0);
-  EXPECT_DOUBLE_EQ(ctr::Auc({0.5, 0.5, 0.5, 0.5}, {0, 1, 0, 1}), 0.5);
+  EXPECT_DOUBLE_EQ(examples::ctr::Auc({0.1, 0.2, 0.8, 0.9}, {0, 0, 1, 1}), 1.0);
+  EXPECT_DOUBLE_EQ(examples::ctr::Auc({0.9, 0.8, 0.2, 0.1}, {0, 0, 1, 1}), 0.0);
+  EXPECT_DOUBLE_EQ(examples::ctr::Auc({0.5, 0.5, 0.5, 0.5}, {0, 1, 0, 1}), 0.5);
   // Pairs (pos, neg): (0.4 > 0.1), (0.4 < 0.6), (0.7 > 0.1), (0.7 > 0.6).
-  EXPECT_DOUBLE_EQ(ctr::Auc({0.1, 0.4, 0.6, 0.7}, {0, 1, 0, 1}), 0.75);
+  EXPECT_DOUBLE_EQ(examples::ctr::Auc({0.1, 0.4, 0.6, 0.7}, {0, 1, 0, 1}),
+                   0.75);
   // A tie between a positive and a negative counts one half.
-  EXPECT_DOUBLE_EQ(ctr::Auc({0.3, 0.3, 0.9}, {0, 1, 1}), 0.75);
-  EXPECT_TRUE(std::isnan(ctr::Auc({0.1, 0.2}, {1, 1})));
+  EXPECT_DOUBLE_EQ(examples::ctr::Auc({0.3, 0.3, 0.9}, {0, 1, 1}), 0.75);
+  EXPECT_TRUE(std::isnan(examples::ctr::Auc({0.1, 0.2}, {1, 1})));
 }
 
 TEST(CtrRecord, RoundTripAndRefusals) {
   const uint64_t ids[3] = {1, 0xfedcba9876543210ULL, 42};
   std::string r;
-  ctr::AppendCtrRecord(1, ids, 3, &r);
-  ASSERT_EQ(r.size(), ctr::CtrRecordBytes(3));
+  examples::ctr::AppendCtrRecord(1, ids, 3, &r);
+  ASSERT_EQ(r.size(), examples::ctr::CtrRecordBytes(3));
   int label = -1;
   uint64_t got[3];
-  ASSERT_TRUE(ctr::ParseCtrRecord(r, 3, &label, got));
+  ASSERT_TRUE(examples::ctr::ParseCtrRecord(r, 3, &label, got));
   EXPECT_EQ(label, 1);
   for (int i = 0; i < 3; i++) EXPECT_EQ(got[i], ids[i]);
-  EXPECT_FALSE(ctr::ParseCtrRecord(r, 2, &label, got)) << "other F";
-  EXPECT_FALSE(ctr::ParseCtrRecord(r.substr(1), 3, &label, got)) << "short";
+  EXPECT_FALSE(examples::ctr::ParseCtrRecord(r, 2, &label, got)) << "other F";
+  EXPECT_FALSE(examples::ctr::ParseCtrRecord(r.substr(1), 3, &label, got))
+      << "short";
   std::string bad_label = r;
   bad_label[0] = 2;
-  EXPECT_FALSE(ctr::ParseCtrRecord(bad_label, 3, &label, got));
+  EXPECT_FALSE(examples::ctr::ParseCtrRecord(bad_label, 3, &label, got));
   std::string lying_count = r;
   lying_count[1] = 4;
-  EXPECT_FALSE(ctr::ParseCtrRecord(lying_count, 3, &label, got));
-  EXPECT_EQ(ctr::FeatureRow(ids[1], 1000), static_cast<int64_t>(ids[1] % 1000));
+  EXPECT_FALSE(examples::ctr::ParseCtrRecord(lying_count, 3, &label, got));
+  EXPECT_EQ(examples::ctr::FeatureRow(ids[1], 1000),
+            static_cast<int64_t>(ids[1] % 1000));
 }
 
 TEST(PlantedModel, DeterministicWithZipfFrequencies) {
-  tools::ctr_gen::PlantedModelOptions o;
+  examples::ctr::PlantedModelOptions o;
   o.fields = 2;
   o.vocab = 1000;
   o.zipf = 1.1;
-  tools::ctr_gen::PlantedModel a(o), b(o);
+  examples::ctr::PlantedModel a(o), b(o);
   std::mt19937_64 ra(5), rb(5);
-  tools::ctr_gen::Impression x, y;
+  examples::ctr::Impression x, y;
   int head = 0, clicks = 0;
   const int n = 20000;
   for (int i = 0; i < n; i++) {

@@ -57,7 +57,7 @@ def test_json_lines_have_the_daemons_keys(tmp_path):
 @pytest.mark.parametrize("fmt", ["text", "json"])
 def test_fabps_logs_reads_them_by_role_and_index(tmp_path, fmt):
     tool = os.path.join(os.environ.get("FABPS_BUILD_DIR", "build"),
-                        "tools/logs/fabps-logs")
+                        "cmd/logs/fabps-logs")
     if not os.access(tool, os.X_OK):
         pytest.skip("fabps-logs not built")
     run_child(tmp_path, fmt)

@@ -21,7 +21,7 @@ def master(tmp_path):
     (tmp_path / "in.txt").write_text("\n".join(lines) + "\n")
     data = tmp_path / "data"
     data.mkdir()
-    subprocess.run([built_binary("tools/fabps-convert-records"),
+    subprocess.run([built_binary("cmd/convert/fabps-convert-records"),
                     str(tmp_path / "in.txt"), "--output-dir", str(data),
                     "--name", "train", "--shards", "3", "--chunk-kib", "1"],
                    check=True, capture_output=True, timeout=60)

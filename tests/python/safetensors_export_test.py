@@ -64,7 +64,7 @@ class TwoLayers(torch.nn.Module):
 
 
 def export(*args):
-    return subprocess.run([built_binary("tools/export/fabps-export")] +
+    return subprocess.run([built_binary("cmd/export/fabps-export")] +
                           list(args), capture_output=True, text=True,
                           timeout=120)
 

@@ -523,7 +523,7 @@ TEST_F(StoreDiscoveryTest, TrainerFollowsItsJobReshardedToAnotherCount) {
     ps.clear();
     const std::string log = dir_.File("reshard-" + std::to_string(count));
     auto tool = Subprocess::Start(
-        {BuiltBinary("tools/reshard/fabps-reshard"), "--store", store_, "--job",
+        {BuiltBinary("cmd/reshard/fabps-reshard"), "--store", store_, "--job",
          "rs", "--num-pservers", std::to_string(count)},
         log);
     ASSERT_TRUE(tool.ok()) << tool.status().ToString();

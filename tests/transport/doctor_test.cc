@@ -13,7 +13,7 @@ using testing::TempDir;
 TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
   TempDir dir;
   auto p = Subprocess::Start(
-      {testing::BuiltBinary("tools/fabps-doctor"), "-p", "tcp;ofi_rxm"},
+      {testing::BuiltBinary("cmd/doctor/fabps-doctor"), "-p", "tcp;ofi_rxm"},
       dir.File("out"));
   ASSERT_TRUE(p.ok()) << p.status().ToString();
   auto st = p->Wait(60000);
@@ -31,7 +31,7 @@ TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
 TEST(Doctor, UnknownProviderFailsClearly) {
   TempDir dir;
   auto p = Subprocess::Start(
-      {testing::BuiltBinary("tools/fabps-doctor"), "-p", "bogus"},
+      {testing::BuiltBinary("cmd/doctor/fabps-doctor"), "-p", "bogus"},
       dir.File("out"));
   ASSERT_TRUE(p.ok());
   auto st = p->Wait(60000);

@@ -5,7 +5,7 @@ namespace fabps::testing {
 std::vector<std::string> LauncherArgv(const TempDir& dir,
                                       const LauncherJob& job,
                                       const std::vector<std::string>& extra) {
-  std::vector<std::string> argv = {BuiltBinary("tools/launch/fabps-launch"),
+  std::vector<std::string> argv = {BuiltBinary("cmd/launch/fabps-launch"),
                                    "--passes",
                                    std::to_string(job.passes),
                                    "--pservers",

@@ -1,0 +1,78 @@
+#include "cmd/launch/progress_poller.h"
+
+#include <cstdlib>
+
+#include "base/file_util.h"
+#include "thrift/rpc_client.h"
+#include "thrift_gen/pserver/PServer.h"
+
+namespace fabps::launch {
+
+ProgressPoller::ProgressPoller(const LaunchFlags* flags, const RunDir* run,
+                               std::string store_spec, PserverAnswers* answers,
+                               StallWatch* progress)
+    : f_(*flags),
+      run_(*run),
+      store_spec_(std::move(store_spec)),
+      answers_(*answers),
+      progress_(*progress),
+      last_rate_(std::chrono::steady_clock::now()) {}
+
+ProgressPoller::~ProgressPoller() = default;
+
+ProgressSample ProgressPoller::Poll(const TrainerMetricsReader& metrics) {
+  auto now = std::chrono::steady_clock::now();
+  if (!master_client_) {
+    trainer::MasterClientOptions mo;
+    mo.store_spec = store_spec_;  // follows a master take-over
+    mo.job = f_.job;
+    mo.rpc_timeout_ms = 1000;
+    mo.rpc_retry_ms = 500;
+    auto c = trainer::MasterClient::Create(mo);
+    if (c.ok()) master_client_ = std::move(*c);
+  }
+  if (master_client_) {
+    auto st = master_client_->GetStatus();
+    if (st.ok()) master_ = *st;
+  }
+  int64_t applied = 0;
+  for (int i = 0; i < f_.pservers; i++) {
+    // Where pserver process i serves now (it moves when restarted).
+    auto port =
+        ReadWholeFile(run_.PortFile("pserver-" + std::to_string(i)), 64);
+    if (!port.ok() || port->empty() || port->back() != '\n') continue;
+    rpc::RpcClientOptions ro;
+    ro.port = std::atoi(port->c_str());
+    ro.connect_timeout_ms = 300;
+    ro.recv_timeout_ms = 1000;
+    ro.send_timeout_ms = 1000;
+    rpc::RpcConnection<rpc::pserver::PServerClient> conn(ro);
+    rpc::pserver::PsStatus st;
+    if (conn.Call("GetStatus",
+                  [&](rpc::pserver::PServerClient& c) { c.GetStatus(st); })
+            .ok()) {
+      if (answers_.Has(i)) answers_.Answered(i, now);
+      applied += st.gradients_applied;
+      provider_seen_ = st.provider;
+    }
+  }
+  double dt = std::chrono::duration<double>(now - last_rate_).count();
+  if (dt >= 1.0) {
+    updates_per_sec_ =
+        applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
+    last_updates_ = applied;
+    last_rate_ = now;
+  }
+  progress_.Observe(applied + master_.done + int64_t{1000000} * master_.pass,
+                    now);
+  ProgressSample sample;
+  sample.pass = master_.pass;
+  sample.tasks_done = master_.done;
+  sample.tasks_total = master_.num_tasks;
+  sample.samples_per_sec = metrics.SamplesPerSec();
+  sample.loss = metrics.MeanLoss();
+  sample.updates_per_sec = updates_per_sec_;
+  return sample;
+}
+
+}  // namespace fabps::launch
