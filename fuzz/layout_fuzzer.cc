@@ -11,7 +11,7 @@
 
 namespace {
 
-namespace pserver = fabps::pserver;
+namespace protocol = fabps::protocol;
 
 void Decode(const std::string& bytes) {
   auto layout = protocol::Layout::Decode(bytes.data(), bytes.size());

@@ -41,6 +41,7 @@ namespace {
 using apache::thrift::protocol::TBinaryProtocol;
 using apache::thrift::transport::TMemoryBuffer;
 namespace pserver = fabps::pserver;
+namespace protocol = fabps::protocol;
 namespace recordio = fabps::recordio;
 namespace ps = fabps::rpc::pserver;
 namespace ms = fabps::rpc::master;
