@@ -17,10 +17,10 @@ inline std::unique_ptr<pserver::Shard> MakeCheckpointShard() {
   using protocol::DType;
   using protocol::RuleKind;
   auto layout = protocol::Layout::Build({{"a", DType::kFloat32, {40}},
-                                        {"b", DType::kFloat64, {3, 5}},
-                                        {"c", DType::kFloat32, {7}},
-                                        {"d", DType::kFloat32, {2, 9}}},
-                                       16, 2);
+                                         {"b", DType::kFloat64, {3, 5}},
+                                         {"c", DType::kFloat32, {7}},
+                                         {"d", DType::kFloat32, {2, 9}}},
+                                        16, 2);
   FABPS_FUZZ_CHECK(layout.ok());
   pserver::ShardOptions o;
   o.shard_index = 0;

@@ -17,11 +17,13 @@ void Decode(const std::string& bytes) {
   auto layout = protocol::Layout::Decode(bytes.data(), bytes.size());
   if (!layout.ok()) return;
   FABPS_FUZZ_CHECK(layout->Encode() == bytes);
-  FABPS_FUZZ_CHECK(protocol::Layout::DescribeDifference(*layout, *layout) == "");
+  FABPS_FUZZ_CHECK(protocol::Layout::DescribeDifference(*layout, *layout) ==
+                   "");
   uint64_t blocks = 0;
   for (uint32_t p = 0; p < layout->params().size(); ++p) {
     FABPS_FUZZ_CHECK(layout->FindParam(layout->params()[p].name).value() == p);
-    const protocol::BlockInfo& first = layout->blocks()[layout->FirstBlockOf(p)];
+    const protocol::BlockInfo& first =
+        layout->blocks()[layout->FirstBlockOf(p)];
     FABPS_FUZZ_CHECK(first.param == p && first.index_in_param == 0);
   }
   // BlocksOf scans every block: only for small layouts.

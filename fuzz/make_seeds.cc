@@ -28,10 +28,10 @@
 #endif
 #include "fuzz/checkpoint_shard.h"
 #include "fuzz/fuzz_util.h"
-#include "pserver/checkpoint.h"
-#include "pserver/rpc/init_config.h"
 #include "protocol/slot_codec.h"
 #include "protocol/wire.h"
+#include "pserver/checkpoint.h"
+#include "pserver/rpc/init_config.h"
 #include "recordio/writer.h"
 #include "thrift_gen/master/Master.h"
 #include "thrift_gen/pserver/PServer.h"

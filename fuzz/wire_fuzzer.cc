@@ -8,7 +8,6 @@
 #include <cstddef>
 #include <cstdint>
 #include <cstring>
-
 #include <vector>
 
 #include "fuzz/fuzz_util.h"
@@ -93,8 +92,8 @@ void CheckSlot(const uint8_t* data, size_t size) {
   auto step = protocol::ParseDenseStepHeader(slot.data(), size, block.id);
   if (step.ok()) {
     protocol::EncodeDenseStepHeader(again.data(), block.id, *step);
-    FABPS_FUZZ_CHECK(
-        std::memcmp(again.data(), slot.data(), protocol::kStepHeaderBytes) == 0);
+    FABPS_FUZZ_CHECK(std::memcmp(again.data(), slot.data(),
+                                 protocol::kStepHeaderBytes) == 0);
   }
 }
 

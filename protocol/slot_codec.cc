@@ -74,8 +74,9 @@ Result<RowsSlot> ParseRowsSlot(const void* slot, size_t slot_bytes,
                                PushKind kind, const BlockInfo& block,
                                size_t elem_size) {
   const bool step = kind == PushKind::kRowsStep;
-  const std::string what = std::string(step ? "sync rows header" : "rows header") +
-                           " for block " + std::to_string(block.id) + ": ";
+  const std::string what =
+      std::string(step ? "sync rows header" : "rows header") + " for block " +
+      std::to_string(block.id) + ": ";
   RowsSlot r;
   r.ids_offset = RowsIdsOffset(kind);
   r.sparse_offset = r.ids_offset - 8;
@@ -88,14 +89,14 @@ Result<RowsSlot> ParseRowsSlot(const void* slot, size_t slot_bytes,
   if (step) {
     std::memcpy(&r.step, static_cast<const char*>(slot) + 8, 8);
     if (h_kind != static_cast<uint32_t>(kind) || h_block != block.id) {
-      return Status::Corruption(what + "says " + KindBlock(h_kind, h_block) +
-                                ", the push word " +
-                                KindBlock(static_cast<uint32_t>(kind), block.id));
+      return Status::Corruption(
+          what + "says " + KindBlock(h_kind, h_block) + ", the push word " +
+          KindBlock(static_cast<uint32_t>(kind), block.id));
     }
   } else if (h_kind != static_cast<uint32_t>(kind)) {
-    return Status::InvalidArgument(
-        what + "kind " + std::to_string(h_kind) + " but the push word says " +
-        std::to_string(static_cast<uint32_t>(kind)));
+    return Status::InvalidArgument(what + "kind " + std::to_string(h_kind) +
+                                   " but the push word says " +
+                                   std::to_string(static_cast<uint32_t>(kind)));
   } else if (h_block != block.id) {
     return Status::InvalidArgument(what + "names block " +
                                    std::to_string(h_block));

@@ -7,9 +7,9 @@
 #include <optional>
 
 #include "base/log.h"
+#include "protocol/model_format.h"
 #include "pserver/checkpoint.h"
 #include "pserver/file_io.h"
-#include "protocol/model_format.h"
 #include "safetensors/safetensors.h"
 
 namespace fabps::pserver {
@@ -159,13 +159,15 @@ Status WriteCheckpointedModel(const CheckpointedModel& model,
     const char* dtype = protocol::SafetensorsDType(spec.dtype);
     tensors.push_back(
         {spec.name, dtype, spec.shape, p.values.data(), p.values.size()});
-    const std::vector<std::string> slots = protocol::StateTensorSuffixes(p.rule);
+    const std::vector<std::string> slots =
+        protocol::StateTensorSuffixes(p.rule);
     for (size_t k = 0; k < slots.size(); ++k) {
       state.push_back({spec.name + "/" + slots[k], dtype, spec.shape,
                        p.state[k].data(), p.state[k].size()});
     }
   }
-  FABPS_RETURN_IF_ERROR(st::WriteFile(path, tensors, protocol::ModelMetadata(source)));
+  FABPS_RETURN_IF_ERROR(
+      st::WriteFile(path, tensors, protocol::ModelMetadata(source)));
   if (state_path.empty()) return Status::OK();
   return st::WriteFile(state_path, state, protocol::ModelMetadata(source));
 }

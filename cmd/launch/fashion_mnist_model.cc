@@ -32,17 +32,16 @@ class FashionMnistModel final : public ModelSpec {
   const ModelDefaults& defaults() const override {
     // Adam with a linear decay to lr_final over the run: 0.887 test
     // accuracy after 5 passes (constant rates level off near 0.86).
-    static const ModelDefaults d = {
-        /*job=*/"fashion-mnist",
-        /*batch=*/64,
-        /*rule=*/"adam",
-        /*lr=*/0.001,
-        /*lr_final=*/0.00005,
-        /*save_period=*/10,
-        /*trainers=*/{"cpp", "torch"},
-        /*rules=*/protocol::RuleNames(),
-        /*sync=*/false,
-        /*init_from_trainer=*/"cpp"};
+    static const ModelDefaults d = {/*job=*/"fashion-mnist",
+                                    /*batch=*/64,
+                                    /*rule=*/"adam",
+                                    /*lr=*/0.001,
+                                    /*lr_final=*/0.00005,
+                                    /*save_period=*/10,
+                                    /*trainers=*/{"cpp", "torch"},
+                                    /*rules=*/protocol::RuleNames(),
+                                    /*sync=*/false,
+                                    /*init_from_trainer=*/"cpp"};
     return d;
   }
   PassMetric metric() const override {

@@ -9,8 +9,8 @@
 #include "base/log.h"
 #include "base/shared_memory.h"
 #include "base/thread_name.h"
-#include "pserver/protocol_types.h"
 #include "pserver/gather_rows.h"
+#include "pserver/protocol_types.h"
 #include "pserver/sparse_rows.h"
 
 namespace fabps::pserver {
@@ -323,8 +323,8 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
         "parameter '" + param.name + "' has rank " +
         std::to_string(param.shape.size()) + ": rows need rank >= 2"));
   }
-  auto r = protocol::ParseRowsSlot(slot_data, slot_bytes_, imm.kind, info,
-                                  esize);
+  auto r =
+      protocol::ParseRowsSlot(slot_data, slot_bytes_, imm.kind, info, esize);
   if (!r.ok()) return refuse(r.status());
   if (imm.kind != wire::PushKind::kRowsRead) {
     GradientRef g;
@@ -345,7 +345,8 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
   // A read: the rows go behind the ids in the same slot, under the block's
   // lock; the credit tells the trainer to read them. Done right here on the
   // progress thread (a copy of at most one slot).
-  const auto* ids = reinterpret_cast<const uint64_t*>(slot_data + r->ids_offset);
+  const auto* ids =
+      reinterpret_cast<const uint64_t*>(slot_data + r->ids_offset);
   char* out = slot_data + r->values_offset;
   Status gathered;
   Status s = shard.ReadBlockLocked(imm.block, [&](const BlockView& v) {
