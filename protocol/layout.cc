@@ -12,7 +12,23 @@ namespace fabps::protocol {
 namespace {
 
 constexpr char kMagic[8] = {'F', 'A', 'B', 'P', 'S', 'L', 'Y', '1'};
-constexpr uint32_t kVersion = 1;
+constexpr uint32_t kVersionDense = 1;   // dense parameters only
+constexpr uint32_t kVersionHashed = 2;  // entries carry kind and buckets
+
+// Blocks of one parameter and the rows each holds (a hashed table: the rows
+// one push or read of a bucket carries).
+struct Cut {
+  uint64_t rows_per_block = 0;
+  uint64_t blocks = 0;
+};
+Cut CutOf(const ParamSpec& spec, uint64_t total, uint64_t block_elements) {
+  if (IsHashed(spec)) {
+    return {std::max<uint64_t>(1, block_elements / total), spec.buckets};
+  }
+  uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
+  uint64_t per = std::max<uint64_t>(1, block_elements / (total / rows));
+  return {per, (rows + per - 1) / per};
+}
 
 }  // namespace
 
@@ -31,10 +47,7 @@ std::optional<uint64_t> Layout::CountBlocks(
   for (const ParamSpec& spec : params) {
     uint64_t total = ElementCount(spec.shape);
     if (spec.shape.size() > kMaxRank || total == 0) return std::nullopt;
-    uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
-    uint64_t rows_per_block =
-        std::max<uint64_t>(1, block_elements / (total / rows));
-    blocks += (rows + rows_per_block - 1) / rows_per_block;
+    blocks += CutOf(spec, total, block_elements).blocks;
     if (blocks > kMaxBlocks) return kMaxBlocks + 1;
   }
   return blocks;
@@ -79,11 +92,12 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
       return Status::InvalidArgument(what + " '" + spec.name.substr(0, 64) +
                                      "': duplicate name (parameters overlap)");
     }
-    uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
-    uint64_t row_elements = total / rows;
-    uint64_t rows_per_block =
-        std::max<uint64_t>(1, block_elements / row_elements);
-    uint64_t nblocks = (rows + rows_per_block - 1) / rows_per_block;
+    const bool hashed = IsHashed(spec);
+    uint64_t rows = hashed ? 0 : spec.shape.empty() ? 1 : spec.shape[0];
+    uint64_t row_elements = hashed ? total : total / rows;
+    const Cut cut = CutOf(spec, total, block_elements);
+    const uint64_t rows_per_block = cut.rows_per_block;
+    const uint64_t nblocks = cut.blocks;
     if (l.blocks_.size() + nblocks > kMaxBlocks) {
       return Status::InvalidArgument(what + ": more than " +
                                      std::to_string(kMaxBlocks) +
@@ -98,8 +112,14 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
       info.index_in_param = b;
       info.pserver =
           static_cast<uint32_t>((base + b % num_pservers) % num_pservers);
-      info.first_row = b * rows_per_block;
-      info.num_rows = std::min(rows_per_block, rows - info.first_row);
+      if (hashed) {
+        info.first_row = 0;
+        info.num_rows = rows_per_block;
+        info.buckets = spec.buckets;
+      } else {
+        info.first_row = b * rows_per_block;
+        info.num_rows = std::min(rows_per_block, rows - info.first_row);
+      }
       info.row_elements = row_elements;
       info.first_element = info.first_row * row_elements;
       info.num_elements = info.num_rows * row_elements;
@@ -113,8 +133,11 @@ Result<Layout> Layout::Build(std::vector<ParamSpec> params,
 std::string Layout::Encode() const {
   std::string out;
   ByteWriter w(&out);
+  const bool any_hashed =
+      std::any_of(params_.begin(), params_.end(),
+                  [](const ParamSpec& p) { return IsHashed(p); });
   w.Raw(kMagic, sizeof(kMagic));
-  w.U32(kVersion);
+  w.U32(any_hashed ? kVersionHashed : kVersionDense);
   w.U32(num_pservers_);
   w.U64(block_elements_);
   w.U32(static_cast<uint32_t>(params_.size()));
@@ -124,6 +147,10 @@ std::string Layout::Encode() const {
     w.U32(static_cast<uint32_t>(p.dtype));
     w.U32(static_cast<uint32_t>(p.shape.size()));
     for (uint64_t d : p.shape) w.U64(d);
+    if (any_hashed) {
+      w.U32(static_cast<uint32_t>(p.kind));
+      w.U32(p.buckets);
+    }
   }
   w.U64(blocks_.size());
   w.U32(crc32c::Value(out.data(), out.size()));
@@ -150,9 +177,10 @@ Result<Layout> Layout::Decode(const void* data, size_t n) {
       !r.U32(&num_params)) {
     return corrupt("truncated header");
   }
-  if (version != kVersion) {
+  if (version != kVersionDense && version != kVersionHashed) {
     return corrupt("unsupported version " + std::to_string(version));
   }
+  const bool with_kinds = version == kVersionHashed;
   if (num_params > kMaxParams) return corrupt("parameter count out of range");
   // Each parameter takes at least 12 bytes; reject counts the bytes cannot
   // hold before reserving memory for them.
@@ -181,6 +209,19 @@ Result<Layout> Layout::Decode(const void* data, size_t n) {
         return corrupt("parameter " + std::to_string(i) + ": truncated shape");
       }
     }
+    if (with_kinds) {
+      uint32_t kind = 0;
+      if (!r.U32(&kind) || !r.U32(&params[i].buckets)) {
+        return corrupt("parameter " + std::to_string(i) + ": truncated kind");
+      }
+      params[i].kind = static_cast<ParamKind>(kind);
+    }
+  }
+  // Canonical: version 2 only when a table is hashed.
+  if (with_kinds &&
+      std::none_of(params.begin(), params.end(),
+                   [](const ParamSpec& p) { return IsHashed(p); })) {
+    return corrupt("version 2 without a hashed table");
   }
   uint64_t num_blocks;
   if (!r.U64(&num_blocks)) return corrupt("truncated block count");
@@ -244,6 +285,15 @@ std::string Layout::DescribeDifference(const Layout& a, const Layout& b) {
       } else if (x.dtype != y.dtype) {
         os << "parameter " << i << " '" << x.name << "' dtype "
            << DTypeName(x.dtype) << " vs " << DTypeName(y.dtype);
+      } else if (x.kind != y.kind || x.buckets != y.buckets) {
+        os << "parameter " << i << " '" << x.name << "' "
+           << (IsHashed(x)
+                   ? "hashed (" + std::to_string(x.buckets) + " buckets)"
+                   : std::string("dense"))
+           << " vs "
+           << (IsHashed(y)
+                   ? "hashed (" + std::to_string(y.buckets) + " buckets)"
+                   : std::string("dense"));
       } else if (x.shape != y.shape) {
         os << "parameter " << i << " '" << x.name << "' shape "
            << ShapeString(x.shape) << " vs " << ShapeString(y.shape);

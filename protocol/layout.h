@@ -13,6 +13,13 @@
 // fewer). A block never spans two parameters. When one row is larger than
 // block_elements the block is that one row.
 //
+// A hashed table (ParamSpec::kind kHashed) is cut into its `buckets`
+// buckets instead: block b of the table is bucket b (BucketOfId,
+// protocol/hashed_table.h, says which ids it holds), owned by the same
+// formula as a dense block. Its BlockInfo has first_row 0, and num_rows is
+// the rows one rows push or read of it carries at most:
+// max(1, block_elements / R); it holds any number of rows.
+//
 // Block ids are global: parameters in list order, blocks of a parameter in
 // order, numbered from 0. Block b of parameter p lives on pserver
 //   (HashName(name_p) + b) mod N,
@@ -48,7 +55,10 @@ struct BlockInfo {
   uint64_t first_row = 0;       // parameter row index of the first row
   uint64_t num_rows = 0;        // > 0
   uint64_t row_elements = 0;    // R of the parameter, > 0
+  uint32_t buckets = 0;         // a hashed table's bucket count; 0: dense
 };
+
+inline bool IsHashedBlock(const BlockInfo& b) { return b.buckets != 0; }
 
 class Layout {
  public:
@@ -68,6 +78,8 @@ class Layout {
 
   // Serialized form: magic "FABPSLY1", version, N, block_elements, the
   // parameter list, the block count, and a CRC32C of everything before it.
+  // Version 1 when every parameter is dense, 2 (each parameter also names
+  // its kind and bucket count) when one is a hashed table.
   std::string Encode() const;
   // Decodes and validates bytes from a peer or file: magic, version, every
   // length against the bytes left, all Build checks (duplicate names, i.e.

@@ -11,6 +11,10 @@
 // "<param>/<rule>.<slot>" ("fc1.w/adam.m", "fc1.w/adam.v",
 // "fc1.w/momentum.v", "fc1.w/adagrad.s"), with the same shapes.
 //
+// A hashed table (protocol/hashed_table.h) is two tensors: "<name>.ids",
+// U64 [rows], ascending, and "<name>.values", [rows, row shape...], row i
+// being id i's; its state tensors are "<name>.values/<rule>.<slot>".
+//
 // Thread safety: pure functions.
 #ifndef FABPS_PROTOCOL_MODEL_FORMAT_H_
 #define FABPS_PROTOCOL_MODEL_FORMAT_H_
@@ -25,6 +29,9 @@
 #include "safetensors/safetensors.h"
 
 namespace fabps::protocol {
+
+constexpr const char* kHashedIdsSuffix = ".ids";
+constexpr const char* kHashedValuesSuffix = ".values";
 
 // "F32", "F64", "I32", "I64".
 const char* SafetensorsDType(DType dtype);

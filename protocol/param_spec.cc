@@ -13,9 +13,20 @@ uint64_t ElementCount(const std::vector<uint64_t>& shape) {
   return n;
 }
 
+ParamSpec HashedSpec(std::string name, DType dtype,
+                     std::vector<uint64_t> row_shape, uint32_t buckets) {
+  ParamSpec p;
+  p.name = std::move(name);
+  p.dtype = dtype;
+  p.shape = std::move(row_shape);
+  p.kind = ParamKind::kHashed;
+  p.buckets = buckets;
+  return p;
+}
+
 uint64_t RowElements(const ParamSpec& p) {
   const uint64_t n = ElementCount(p);
-  if (n == 0 || p.shape.empty()) return n;
+  if (n == 0 || p.shape.empty() || IsHashed(p)) return n;
   return n / p.shape[0];
 }
 
@@ -33,11 +44,36 @@ Status CheckParamSpec(const ParamSpec& p) {
     return Status::InvalidArgument(what + ": shape " + ShapeString(p.shape) +
                                    " is empty or too large");
   }
+  if (p.kind == ParamKind::kDense) {
+    if (p.buckets != 0)
+      return Status::InvalidArgument(what +
+                                     ": a dense parameter has no buckets");
+  } else if (p.kind == ParamKind::kHashed) {
+    if (p.shape.empty())
+      return Status::InvalidArgument(what +
+                                     ": a hashed table's row shape "
+                                     "needs rank >= 1");
+    if (p.buckets < 1 || p.buckets > kMaxBuckets) {
+      return Status::InvalidArgument(what + ": " + std::to_string(p.buckets) +
+                                     " buckets, outside [1, " +
+                                     std::to_string(kMaxBuckets) + "]");
+    }
+  } else {
+    return Status::InvalidArgument(
+        what + ": unknown kind " +
+        std::to_string(static_cast<uint32_t>(p.kind)));
+  }
   return Status::OK();
 }
 
 Status CheckParamBuffer(const ParamSpec& p, const void* data, size_t bytes,
                         const std::string& what) {
+  if (IsHashed(p)) {
+    return Status::InvalidArgument(
+        (what.empty() ? "" : what + ": ") + "parameter '" + p.name +
+        "' is a hashed table: it has no dense values (rows calls move its "
+        "rows by id)");
+  }
   const uint64_t want = ByteCount(p);
   if (bytes == want && data != nullptr) return Status::OK();
   return Status::InvalidArgument(

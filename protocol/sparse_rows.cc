@@ -2,6 +2,8 @@
 
 #include <cstring>
 
+#include "protocol/hashed_table.h"
+
 namespace fabps::protocol {
 
 Result<SparseRowsView> ParseSparseRows(const void* data, size_t bytes,
@@ -26,6 +28,17 @@ Result<SparseRowsView> ParseSparseRows(const void* data, size_t bytes,
   v.row_ids =
       reinterpret_cast<const uint64_t*>(static_cast<const char*>(data) + 8);
   v.values = static_cast<const char*>(data) + 8 + v.num_rows * 8;
+  if (IsHashedBlock(block)) {
+    for (uint64_t i = 0; i < v.num_rows; ++i) {
+      uint64_t id = v.row_ids[i];
+      if (BucketOfId(id, block.buckets) != block.index_in_param) {
+        return bad("id " + std::to_string(id) + " is in bucket " +
+                   std::to_string(BucketOfId(id, block.buckets)) + ", not " +
+                   std::to_string(block.index_in_param));
+      }
+    }
+    return v;
+  }
   const uint64_t end = block.first_row + block.num_rows;
   for (uint64_t i = 0; i < v.num_rows; ++i) {
     uint64_t id = v.row_ids[i];

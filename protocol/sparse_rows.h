@@ -4,7 +4,8 @@
 // Bytes (little-endian), as a trainer writes them into a landing slot:
 //   u64 k                  number of rows that follow (>= 1)
 //   u64 row_id[k]          parameter row indices (not block-relative); each
-//                          must be inside the block; duplicates are allowed
+//                          must be inside the block (a hashed table's: ids
+//                          of the block's bucket); duplicates are allowed
 //                          and their rows add up
 //   T   values[k * R]      row i's gradient is values[i*R .. i*R+R)
 // with R = BlockInfo::row_elements and T the parameter's element type. The

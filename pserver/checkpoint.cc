@@ -121,8 +121,13 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
       w.U32(static_cast<uint32_t>(v.dtype));
       w.U32(static_cast<uint32_t>(v.rule));
       w.U32(static_cast<uint32_t>(slots));
-      w.U64(v.info->num_elements);
+      const bool hashed = IsHashedBlock(*v.info);
+      w.U64(hashed ? v.rows * v.info->row_elements : v.info->num_elements);
       w.U64(v.update_count);
+      if (hashed) {
+        w.Raw(v.ids, v.rows * 8);
+        w.Raw(v.updated_ms, v.rows * 8);
+      }
       w.Raw(v.values, v.value_bytes);
       for (int k = 0; k < slots; ++k) w.Raw(v.state[k], v.state_bytes);
     }));
@@ -234,9 +239,21 @@ Status ReadRecords(const std::string& path,
     // file's own fields are compared once the CRC has vouched for them.
     if (slots > 2)
       return corrupt(where + ": state count " + std::to_string(slots));
-    const size_t value_bytes = info.num_elements * DTypeSize(want_dtype);
-    const size_t len = value_bytes * (1 + slots);
-    if (len > f.size() - f.position()) {
+    // A hashed bucket's record says how many rows it holds (elements = rows
+    // * R), bounded by the file before anything is allocated.
+    const bool hashed = IsHashedBlock(info);
+    const uint64_t left = f.size() - f.position();
+    const size_t esize = DTypeSize(want_dtype);
+    const uint64_t rows = hashed ? elements / info.row_elements : 0;
+    if (hashed && (elements % info.row_elements != 0 ||
+                   rows > left / (16 + info.row_elements * esize))) {
+      return corrupt(where + ": " + std::to_string(elements) +
+                     " elements are not whole rows the file can hold");
+    }
+    const size_t value_bytes =
+        (hashed ? rows * info.row_elements : info.num_elements) * esize;
+    const size_t len = rows * 16 + value_bytes * (1 + slots);
+    if (len > left) {
       return corrupt("truncated: " + where + " needs " + std::to_string(len) +
                      " bytes, the file has " +
                      std::to_string(f.size() - f.position()) + " left");
@@ -252,7 +269,7 @@ Status ReadRecords(const std::string& path,
         crc32c::Extend(crc32c::Value(rh, sizeof(rh)), payload.data(), len);
     if (got != block_crc) return corrupt(where + ": CRC32C mismatch");
     if (rid != id || dtype != static_cast<uint32_t>(want_dtype) ||
-        elements != info.num_elements) {
+        (!hashed && elements != info.num_elements)) {
       return corrupt(where + ": id, type or size disagree with the layout");
     }
     if (kind > static_cast<uint32_t>(RuleKind::kAdaGrad) ||
@@ -262,6 +279,12 @@ Status ReadRecords(const std::string& path,
     if (on_block) {
       const char* p = payload.data();
       BlockView v;
+      if (hashed) {
+        v.rows = rows;
+        v.ids = reinterpret_cast<const uint64_t*>(p);
+        v.updated_ms = reinterpret_cast<const int64_t*>(p + rows * 8);
+        p += rows * 16;
+      }
       v.info = &info;
       v.dtype = want_dtype;
       v.rule = static_cast<RuleKind>(kind);
@@ -327,6 +350,10 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
           RuleName(v.rule) + ", this shard uses " + RuleName(want_rule));
     }
     if (!restore) return Status::OK();
+    if (IsHashedBlock(*v.info)) {
+      return shard->RestoreHashed(id, v.rows, v.ids, v.updated_ms, v.values,
+                                  v.state[0], v.state[1], v.update_count);
+    }
     return shard->RestoreBlock(id, v.values, v.state[0], v.state[1],
                                v.update_count);
   };

@@ -15,7 +15,10 @@
 //           u32 block count, u32 CRC32C of the header bytes before it
 //   blocks  in ascending id order, each: u32 id, u32 dtype, u32 rule kind,
 //           u32 state slots, u64 elements, u64 update count, the values,
-//           then each state array, u32 CRC32C of the record before it
+//           then each state array, u32 CRC32C of the record before it.
+//           A hashed table's bucket: elements is rows * R for the rows it
+//           holds, and u64 ids[rows] and i64 update times (unix ms)[rows]
+//           come before the values (row i of each array is id i's)
 //   footer  "FABPSEND", u32 block count, u64 file length, u32 CRC32C of the
 //           footer bytes before it
 // Every byte is covered by a CRC or checked against the layout, so a flipped

@@ -2,6 +2,7 @@
 
 #include <sys/stat.h>
 
+#include <algorithm>
 #include <cstring>
 #include <map>
 #include <optional>
@@ -36,6 +37,23 @@ Status Gather(const std::string& path, CheckpointedModel* model) {
   return ReadCheckpoint(path, nullptr, [&](const BlockView& v) -> Status {
     CheckpointedParam& p = model->params[v.info->param];
     const int slots = StateSlots(v.rule);
+    model->update_counts[v.info->id] = v.update_count;
+    if (IsHashedBlock(*v.info)) {
+      if (p.ids.empty()) p.rule = v.rule;
+      if (p.rule != v.rule) {
+        return Status::Corruption(
+            "bucket " + std::to_string(v.info->id) + " holds " +
+            RuleName(v.rule) + " state, others of '" +
+            layout.params()[v.info->param].name + "' " + RuleName(p.rule));
+      }
+      p.ids.insert(p.ids.end(), v.ids, v.ids + v.rows);
+      p.updated_ms.insert(p.updated_ms.end(), v.updated_ms,
+                          v.updated_ms + v.rows);
+      p.values.append(static_cast<const char*>(v.values), v.value_bytes);
+      for (int k = 0; k < slots; ++k)
+        p.state[k].append(static_cast<const char*>(v.state[k]), v.state_bytes);
+      return Status::OK();
+    }
     if (p.values.empty()) {
       const ParamSpec& spec = layout.params()[v.info->param];
       p.rule = v.rule;
@@ -52,9 +70,38 @@ Status Gather(const std::string& path, CheckpointedModel* model) {
     for (int k = 0; k < slots; ++k) {
       std::memcpy(p.state[k].data() + offset, v.state[k], v.state_bytes);
     }
-    model->update_counts[v.info->id] = v.update_count;
     return Status::OK();
   });
+}
+
+// Puts a hashed table's rows in ascending id order (the files hold them in
+// no particular order), so that an export is the same whatever the
+// pserver count and history.
+void SortRows(const ParamSpec& spec, CheckpointedParam* p) {
+  const size_t n = p->ids.size();
+  const size_t row_bytes = RowElements(spec) * DTypeSize(spec.dtype);
+  std::vector<size_t> order(n);
+  for (size_t i = 0; i < n; ++i) order[i] = i;
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return p->ids[a] < p->ids[b]; });
+  auto permute_bytes = [&](std::string* s) {
+    if (s->empty()) return;
+    std::string out(s->size(), '\0');
+    for (size_t i = 0; i < n; ++i)
+      std::memcpy(&out[i * row_bytes], s->data() + order[i] * row_bytes,
+                  row_bytes);
+    s->swap(out);
+  };
+  permute_bytes(&p->values);
+  for (std::string& st : p->state) permute_bytes(&st);
+  std::vector<uint64_t> ids(n);
+  std::vector<int64_t> ms(n);
+  for (size_t i = 0; i < n; ++i) {
+    ids[i] = p->ids[order[i]];
+    ms[i] = p->updated_ms[order[i]];
+  }
+  p->ids.swap(ids);
+  p->updated_ms.swap(ms);
 }
 
 // `dir` and its "ps-<i>" subdirectories (where fabps-pserver --store keeps
@@ -145,6 +192,10 @@ Result<CheckpointedModel> ReadNewestCheckpoints(
     // checks every CRC again and fails rather than mixing.
     FABPS_RETURN_IF_ERROR(Gather(path, &model));
   }
+  for (size_t i = 0; i < model.params.size(); ++i) {
+    const ParamSpec& spec = model.layout.params()[i];
+    if (IsHashed(spec)) SortRows(spec, &model.params[i]);
+  }
   return model;
 }
 
@@ -157,13 +208,23 @@ Status WriteCheckpointedModel(const CheckpointedModel& model,
     const ParamSpec& spec = model.layout.params()[i];
     const CheckpointedParam& p = model.params[i];
     const char* dtype = protocol::SafetensorsDType(spec.dtype);
-    tensors.push_back(
-        {spec.name, dtype, spec.shape, p.values.data(), p.values.size()});
+    std::string name = spec.name;
+    std::vector<uint64_t> shape = spec.shape;
+    if (IsHashed(spec)) {
+      tensors.push_back({spec.name + protocol::kHashedIdsSuffix,
+                         "U64",
+                         {p.ids.size()},
+                         p.ids.data(),
+                         p.ids.size() * 8});
+      name += protocol::kHashedValuesSuffix;
+      shape.insert(shape.begin(), p.ids.size());
+    }
+    tensors.push_back({name, dtype, shape, p.values.data(), p.values.size()});
     const std::vector<std::string> slots =
         protocol::StateTensorSuffixes(p.rule);
     for (size_t k = 0; k < slots.size(); ++k) {
-      state.push_back({spec.name + "/" + slots[k], dtype, spec.shape,
-                       p.state[k].data(), p.state[k].size()});
+      state.push_back({name + "/" + slots[k], dtype, shape, p.state[k].data(),
+                       p.state[k].size()});
     }
   }
   FABPS_RETURN_IF_ERROR(

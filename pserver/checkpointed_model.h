@@ -22,11 +22,15 @@
 
 namespace fabps::pserver {
 
-// One parameter, whole, row-major, in its dtype.
+// One parameter, whole, row-major, in its dtype. A hashed table's rows are
+// those of every bucket, in ascending id order: row i is id ids[i]'s, last
+// updated at updated_ms[i].
 struct CheckpointedParam {
   RuleKind rule = RuleKind::kSgd;  // whose state `state` holds
   std::string values;
   std::string state[2];  // StateSlots(rule) arrays, each values.size() bytes
+  std::vector<uint64_t> ids;        // hashed tables only
+  std::vector<int64_t> updated_ms;  // hashed tables only
 };
 
 struct CheckpointedModel {
@@ -49,9 +53,10 @@ Result<CheckpointedModel> ReadNewestCheckpoints(
     const std::vector<std::string>& dirs);
 
 // Writes the parameters of `model` to `path` as a model file
-// (protocol/model_format.h) and, when `state_path` is not empty, their
-// optimizer state to `state_path` (a parameter trained by plain SGD has
-// none). `source` goes into the metadata.
+// (protocol/model_format.h; a hashed table as two tensors, "<name>.ids"
+// U64 [rows] ascending and "<name>.values" [rows, row shape...]) and, when
+// `state_path` is not empty, their optimizer state to `state_path` (a parameter
+// trained by plain SGD has none). `source` goes into the metadata.
 Status WriteCheckpointedModel(const CheckpointedModel& model,
                               const std::string& path,
                               const std::string& state_path,

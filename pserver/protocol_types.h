@@ -5,6 +5,7 @@
 #define FABPS_PSERVER_PROTOCOL_TYPES_H_
 
 #include "protocol/dtype.h"
+#include "protocol/hashed_table.h"
 #include "protocol/layout.h"
 #include "protocol/param_spec.h"
 #include "protocol/rule_config.h"
@@ -15,13 +16,16 @@
 namespace fabps::pserver {
 
 using protocol::BlockInfo;
+using protocol::BucketOfId;
 using protocol::ByteCount;
 using protocol::DType;
-using protocol::EncodeSparseRows;
 using protocol::DTypeName;
 using protocol::DTypeSize;
 using protocol::ElementCount;
+using protocol::EncodeSparseRows;
 using protocol::IsFloatDType;
+using protocol::IsHashed;
+using protocol::IsHashedBlock;
 using protocol::IsValidDType;
 using protocol::Layout;
 using protocol::LrSchedule;
@@ -34,6 +38,7 @@ using protocol::ShapeString;
 using protocol::SparseRowsBytes;
 using protocol::SparseRowsView;
 using protocol::StateSlots;
+using protocol::TableConfig;
 using protocol::TakesRows;
 using protocol::UpdateRuleConfig;
 using protocol::ValidateRuleConfig;

@@ -13,6 +13,29 @@ const UpdateRuleConfig& RuleOf(const ShardOptions& rules,
   return it == rules.rules.end() ? rules.default_rule : it->second;
 }
 
+// Restores bucket `b` of a hashed table from the table's rows in `p`: the
+// rows whose ids fall in it (the bucket count is the layout's, whatever the
+// pserver count).
+Status RestoreBucket(const CheckpointedParam& p, const BlockInfo& b,
+                     uint64_t update_count, Shard* shard) {
+  const size_t row_bytes = p.ids.empty() ? 0 : p.values.size() / p.ids.size();
+  std::vector<uint64_t> ids;
+  std::vector<int64_t> ms;
+  std::string values, state[2];
+  const int slots = StateSlots(p.rule);
+  for (size_t i = 0; i < p.ids.size(); ++i) {
+    if (BucketOfId(p.ids[i], b.buckets) != b.index_in_param) continue;
+    ids.push_back(p.ids[i]);
+    ms.push_back(p.updated_ms[i]);
+    values.append(p.values, i * row_bytes, row_bytes);
+    for (int k = 0; k < slots; ++k)
+      state[k].append(p.state[k], i * row_bytes, row_bytes);
+  }
+  return shard->RestoreHashed(b.id, ids.size(), ids.data(), ms.data(),
+                              values.data(), state[0].data(), state[1].data(),
+                              update_count);
+}
+
 // A shard of `layout` holding index `index`'s blocks, restored from `model`.
 Result<std::unique_ptr<Shard>> RestoredShard(const CheckpointedModel& model,
                                              const Layout& layout,
@@ -22,12 +45,18 @@ Result<std::unique_ptr<Shard>> RestoredShard(const CheckpointedModel& model,
   so.shard_index = index;
   so.default_rule = rules.default_rule;
   so.rules = rules.rules;
+  so.tables = rules.tables;
   so.num_threads = 1;  // nothing is applied: no arena of threads needed
   FABPS_ASSIGN_OR_RETURN(std::unique_ptr<Shard> shard,
                          Shard::Create(layout, so));
   for (uint32_t id : shard->block_ids()) {
     const BlockInfo& b = layout.blocks()[id];
     const CheckpointedParam& p = model.params[b.param];
+    if (IsHashedBlock(b)) {
+      FABPS_RETURN_IF_ERROR(
+          RestoreBucket(p, b, model.update_counts[id], shard.get()));
+      continue;
+    }
     const size_t size = DTypeSize(layout.params()[b.param].dtype);
     const size_t offset = b.first_element * size;
     const char* state[2] = {nullptr, nullptr};
@@ -64,6 +93,7 @@ Result<std::vector<CheckpointInfo>> WriteReshardedCheckpoints(
   for (size_t i = 0; i < model.params.size(); ++i) {
     const std::string& name = old_layout.params()[i].name;
     const CheckpointedParam& p = model.params[i];
+    if (IsHashed(old_layout.params()[i]) && p.ids.empty()) continue;
     const RuleKind want = RuleOf(rules, name).kind;
     if (want != p.rule) {
       return Status::FailedPrecondition(

@@ -13,53 +13,12 @@
 #include "base/check.h"
 #include "base/copy_bytes.h"
 #include "base/thread_name.h"
+#include "pserver/shard_blocks.h"
 #include "pserver/sparse_rows.h"
 #include "pserver/tsan_annotations.h"
 #include "pserver/update_kernels.h"
 
 namespace fabps::pserver {
-
-struct Shard::Pending {
-  GradientRef g;
-  ApplyCallback done;
-  Status status;
-};
-
-struct Shard::Block {
-  const BlockInfo* info = nullptr;
-  DType dtype = DType::kFloat32;
-  size_t elem_size = 0;
-  const UpdateRuleConfig* rule = nullptr;
-  int slots = 0;
-  size_t value_offset = 0;
-  size_t value_bytes = 0;
-  char* values = nullptr;
-  char* state[2] = {nullptr, nullptr};
-  char* accum = nullptr;  // kSync only
-
-  mutable std::mutex mu;            // guards everything below up to queue_mu
-  std::condition_variable step_cv;  // kSync: signalled when a step opens
-  uint64_t update_count = 0;
-  // kSync: the open step's contributions.
-  uint32_t contributors = 0;
-  std::vector<uint8_t> contributed;  // per trainer
-  bool any_dense = false;
-  bool accum_zero = true;        // accum holds only zeros
-  std::vector<uint8_t> touched;  // per row, for all-sparse steps
-  std::deque<Pending> parked;    // ApplyAsync gradients of later steps
-  // Whether (and since when) the open step waits for gradients: its first
-  // one arrived or a later step's was parked (ForceOverdueSteps).
-  bool waiting = false;
-  SteadyClock::time_point waiting_since;
-
-  // Addresses for TSan fork/join annotations around parallel_for.
-  char fork = 0;
-  char join = 0;
-
-  std::mutex queue_mu;  // guards queue and draining
-  std::deque<Pending> queue;
-  bool draining = false;
-};
 
 namespace {
 
@@ -169,6 +128,35 @@ Status Shard::Init() {
     rule_of_param_[p] = rule;
   }
 
+  tables_.resize(layout_.params().size());
+  for (uint32_t p = 0; p < layout_.params().size(); ++p) {
+    const ParamSpec& spec = layout_.params()[p];
+    if (!IsHashed(spec)) continue;
+    if (o.mode == ApplyMode::kSync) {
+      return Status::Unimplemented("hashed table '" + spec.name +
+                                   "': hashed tables run in async mode only");
+    }
+    auto t = std::make_unique<Table>();
+    t->spec = &spec;
+    t->row_bytes = RowElements(spec) * DTypeSize(spec.dtype);
+    t->slots = StateSlots(rule_of_param_[p].kind);
+    tables_[p] = std::move(t);
+  }
+  for (const auto& [name, config] : o.tables) {
+    FABPS_ASSIGN_OR_RETURN(uint32_t p, layout_.FindParam(name));
+    if (!tables_[p]) {
+      return Status::InvalidArgument("table configuration for '" + name +
+                                     "', which is not a hashed table");
+    }
+    FABPS_RETURN_IF_ERROR(protocol::ValidateTableConfig(config).WithContext(
+        "table '" + name + "'"));
+    tables_[p]->config = config;
+  }
+  for (auto& t : tables_) {
+    if (t && t->config.admit_after > 1)
+      t->sketch = std::make_unique<CountSketch>(o.sketch_width);
+  }
+
   block_ids_ = layout_.BlocksOf(o.shard_index);
   local_of_.assign(layout_.num_blocks(), -1);
   // Offsets first (values, then state, then sums), one mmap after.
@@ -188,7 +176,13 @@ Status Shard::Init() {
     b->elem_size = DTypeSize(spec.dtype);
     b->rule = &rule_of_param_[info.param];
     b->slots = StateSlots(b->rule->kind);
-    b->value_bytes = info.num_elements * b->elem_size;
+    if (IsHashedBlock(info)) {
+      b->table = tables_[info.param].get();
+      b->table->buckets.push_back(b.get());
+      b->hashed =
+          std::make_unique<HashedRows>(b->table->row_bytes, b->table->slots);
+    }
+    b->value_bytes = b->hashed ? 0 : info.num_elements * b->elem_size;
     b->value_offset = off;
     off = Align64(off + b->value_bytes);
     local_of_[id] = static_cast<int32_t>(blocks_.size());
@@ -212,6 +206,7 @@ Status Shard::Init() {
   for (size_t i = 0; i < blocks_.size(); ++i) {
     Block* b = blocks_[i].get();
     b->values = base + b->value_offset;
+    if (b->hashed) continue;
     for (int k = 0; k < b->slots; ++k) b->state[k] = base + state_off[k][i];
     if (b->rule->kind == RuleKind::kAdaGrad && b->rule->adagrad_initial != 0) {
       Fill(b->dtype, b->state[0], b->info->num_elements,
@@ -284,6 +279,19 @@ Result<BlockRegion> Shard::ValueRegion(uint32_t block) const {
 Status Shard::InitBlock(uint32_t block, const void* values, size_t bytes) {
   FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
   Block* b = const_cast<Block*>(cb);
+  if (b->hashed) {
+    if (bytes != 0) {
+      return Status::InvalidArgument("init of block " + std::to_string(block) +
+                                     ": a bucket of hashed "
+                                     "table '" +
+                                     b->table->spec->name +
+                                     "' takes no values");
+    }
+    std::lock_guard<std::mutex> lock(b->mu);
+    b->hashed->Clear();
+    b->update_count = 0;
+    return Status::OK();
+  }
   if (values == nullptr || bytes != b->value_bytes) {
     return Status::InvalidArgument("init of block " + std::to_string(block) +
                                    ": " + std::to_string(bytes) +
@@ -321,6 +329,11 @@ void Shard::ResetStepLocked(Block* b, uint64_t update_count,
 
 Status Shard::ReadValues(uint32_t block, void* out, size_t bytes) const {
   FABPS_ASSIGN_OR_RETURN(const Block* b, Find(block));
+  if (b->hashed) {
+    return Status::InvalidArgument("block " + std::to_string(block) +
+                                   " is a bucket of hashed table '" +
+                                   b->table->spec->name + "': rows only");
+  }
   if (out == nullptr || bytes != b->value_bytes) {
     return Status::InvalidArgument("read of block " + std::to_string(block) +
                                    ": " + std::to_string(bytes) +
@@ -346,6 +359,17 @@ Status Shard::ReadBlockLocked(
   v.state[1] = b->state[1];
   v.state_bytes = b->value_bytes;
   v.update_count = b->update_count;
+  if (b->hashed) {
+    const HashedRows& h = *b->hashed;
+    v.rows = h.size();
+    v.ids = h.ids();
+    v.updated_ms = h.updated_ms();
+    v.versions = h.versions();
+    v.values = h.values_data();
+    v.value_bytes = h.size() * b->table->row_bytes;
+    for (int k = 0; k < b->slots; ++k) v.state[k] = h.state_data(k);
+    v.state_bytes = v.value_bytes;
+  }
   visit(v);
   return Status::OK();
 }
@@ -355,6 +379,10 @@ Status Shard::RestoreBlock(uint32_t block, const void* values,
                            uint64_t update_count) {
   FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
   Block* b = const_cast<Block*>(cb);
+  if (b->hashed) {
+    return Status::InvalidArgument("restore of block " + std::to_string(block) +
+                                   ": a hashed bucket (RestoreHashed)");
+  }
   const void* state[2] = {state0, state1};
   if (values == nullptr) return Status::InvalidArgument("restore: null values");
   for (int k = 0; k < b->slots; ++k) {
@@ -395,6 +423,10 @@ Result<Shard::Block*> Shard::Validate(const GradientRef& g) const {
   } else if (g.data == nullptr) {
     return bad("null data");
   } else if (g.format == GradientFormat::kDense) {
+    if (b->hashed) {
+      return bad("a bucket of hashed table '" + b->table->spec->name +
+                 "' takes rows only");
+    }
     if (g.bytes != b->value_bytes) {
       return bad(std::to_string(g.bytes) + " bytes, expected " +
                  std::to_string(b->value_bytes));
@@ -527,6 +559,10 @@ Status Shard::ApplyGradientLocked(Block* b, const GradientRef& g) {
       ApplyDenseLocked<double>(b, static_cast<const double*>(g.data));
     }
     return Status::OK();
+  }
+  if (b->hashed) {
+    return f32 ? ApplyHashedLocked<float>(b, g)
+               : ApplyHashedLocked<double>(b, g);
   }
   return f32 ? ApplySparseLocked<float>(b, g) : ApplySparseLocked<double>(b, g);
 }

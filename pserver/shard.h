@@ -45,6 +45,20 @@
 // gradient and adds nothing; a step whose shares are all empty updates no
 // row but is still a step (the update count, Adam's t, goes up).
 //
+// Hashed tables (ParamSpec kind kHashed, protocol/hashed_table.h). Each
+// owned bucket is a block without arena memory: its rows live in a
+// HashedRows (pserver/hashed_rows.h) under the block's lock, so buckets
+// apply in parallel and one bucket's updates are serialized like a
+// block's. A rows gradient (kSparseRows) for a bucket applies the rule to
+// the rows of admitted ids (creating the row of an id that this push
+// admits from its initial value) and counts the others toward admission;
+// the bucket's update count goes up once per push, as a block's. A dense
+// gradient or InitBlock with values is refused; GatherHashed reads rows
+// (the initial row for an id without one); EvictHashed drops rows by TTL
+// and budget; HashedStats counts. Hashed tables run in async mode only
+// (Create refuses them in sync mode). Times are unix milliseconds, so they
+// survive a checkpoint and a restart.
+//
 // Errors. Block ids, lengths, alignment, sparse row ids, steps and trainer
 // ids come from the network: bad ones are returned as InvalidArgument (never
 // a crash), and the shard goes on serving.
@@ -72,7 +86,9 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "pserver/arena.h"
+#include "pserver/count_sketch.h"
 #include "pserver/gradient.h"
+#include "pserver/hashed_rows.h"
 #include "pserver/protocol_types.h"
 #include "pserver/update_rule.h"
 
@@ -86,6 +102,12 @@ struct ShardOptions {
   UpdateRuleConfig default_rule;
   // Per-parameter rules by name; every name must be in the layout.
   std::map<std::string, UpdateRuleConfig> rules;
+  // Hashed tables' configurations by name; a table not named here gets the
+  // defaults. Every name must be a hashed table of the layout.
+  std::map<std::string, TableConfig> tables;
+  // Counters per row of a hashed table's admission sketch (when admission
+  // counts: admit_after > 1).
+  uint64_t sketch_width = uint64_t{1} << 20;
   ApplyMode mode = ApplyMode::kAsync;
   uint32_t num_trainers = 1;  // kSync: gradients summed per step, >= 1
   // kSync: a gradient for a step beyond the block's step + this is refused
@@ -134,6 +156,26 @@ struct BlockView {
   const void* state[2] = {nullptr, nullptr};  // StateSlots(rule) of them
   size_t state_bytes = 0;                     // of each state array
   uint64_t update_count = 0;
+  // A hashed table's bucket (IsHashedBlock(*info)): `rows` rows, row i of
+  // id ids[i], last updated at updated_ms[i] (unix ms); values and state
+  // hold rows * R elements.
+  uint64_t rows = 0;
+  const uint64_t* ids = nullptr;
+  const int64_t* updated_ms = nullptr;
+  const uint64_t* versions = nullptr;
+};
+
+// A hashed table on one pserver.
+struct HashedTableStats {
+  std::string name;
+  uint64_t rows = 0;           // held now
+  uint64_t bytes = 0;          // rows * BytesPerRow, plus the sketch
+  uint64_t bytes_per_row = 0;  // HashedRows::BytesPerRow of the table
+  uint64_t admitted = 0;       // rows created
+  uint64_t evicted_ttl = 0;
+  uint64_t evicted_budget = 0;
+  uint64_t not_admitted = 0;  // pushed rows dropped: id not admitted yet
+  uint64_t over_budget = 0;   // sweeps that found the table over budget
 };
 
 class Shard {
@@ -179,6 +221,25 @@ class Shard {
   // Number of updates applied to the block (kSync: its current step).
   Result<uint64_t> UpdateCount(uint32_t block) const;
 
+  // Hashed tables (see above). GatherHashed writes the row of ids[i] to
+  // out + i * row bytes (the initial row where none is held) under the
+  // bucket's lock; an id of another bucket is InvalidArgument.
+  Status GatherHashed(uint32_t block, const uint64_t* ids, uint64_t count,
+                      void* out) const;
+  // Replaces the bucket's rows (the checkpoint loader's entry point):
+  // `rows` rows of ids, update times, values and state arrays; ids must be
+  // distinct and of the bucket.
+  Status RestoreHashed(uint32_t block, uint64_t rows, const uint64_t* ids,
+                       const int64_t* updated_ms, const void* values,
+                       const void* state0, const void* state1,
+                       uint64_t update_count);
+  // Drops rows older than each table's TTL, then, while a table is over
+  // its budget, its least recently updated rows. Buckets are swept one at a
+  // time under their lock: pushes and reads of other buckets go on.
+  // Returns the rows dropped.
+  uint64_t EvictHashed(int64_t now_unix_ms);
+  std::vector<HashedTableStats> HashedStats() const;
+
   // Applies (kSync: contributes) one gradient and returns when its bytes
   // are consumed. `deadline` bounds the kSync wait for a later step only.
   // `g.data` must stay valid until the call returns.
@@ -208,6 +269,7 @@ class Shard {
  private:
   struct Block;
   struct Pending;
+  struct Table;
 
   Shard(Layout layout, ShardOptions options);
   Status Init();
@@ -232,6 +294,11 @@ class Shard {
   template <typename T>
   Status ApplySparseLocked(Block* b, const GradientRef& g);
   template <typename T>
+  Status ApplyHashedLocked(Block* b, const GradientRef& g);
+  // Drops rows of `b` (locked inside) with updated_ms < cutoff; at most
+  // `limit` of them. Returns how many.
+  uint64_t EvictOlder(Block* b, int64_t cutoff, uint64_t limit);
+  template <typename T>
   Status AccumulateLocked(Block* b, const GradientRef& g);
   template <typename T>
   void ApplyAccumulatedLocked(Block* b);
@@ -246,6 +313,8 @@ class Shard {
   std::vector<int32_t> local_of_;  // global id -> index in blocks_, or -1
   std::vector<std::unique_ptr<Block>> blocks_;
   std::vector<UpdateRuleConfig> rule_of_param_;
+  std::vector<std::unique_ptr<Table>> tables_;  // by param; null: dense
+  std::atomic<uint64_t> row_version_{0};
 
   std::unique_ptr<tbb::global_control> worker_limit_;
   std::unique_ptr<tbb::task_arena> task_arena_;

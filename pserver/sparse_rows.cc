@@ -4,6 +4,7 @@
 #include <cstring>
 #include <numeric>
 
+#include "protocol/hashed_table.h"
 #include "pserver/update_kernels.h"
 
 namespace fabps::pserver {
@@ -14,7 +15,17 @@ Status SumSparseRows(const SparseRowsView& view, const BlockInfo& block,
   const uint64_t r = block.row_elements;
   const T* values = static_cast<const T*>(view.values);
   std::vector<uint64_t> ids(view.row_ids, view.row_ids + view.num_rows);
+  if (IsHashedBlock(block)) {
+    for (uint64_t id : ids) {
+      if (protocol::BucketOfId(id, block.buckets) != block.index_in_param) {
+        return Status::InvalidArgument("sparse rows for block " +
+                                       std::to_string(block.id) +
+                                       ": ids changed while applying");
+      }
+    }
+  }
   for (uint64_t& id : ids) {
+    if (IsHashedBlock(block)) break;
     id -= block.first_row;  // wraps to a huge value when below the block
     if (id >= block.num_rows) {
       return Status::InvalidArgument("sparse rows for block " +

@@ -10,15 +10,15 @@
 #include <vector>
 
 #include "base/status.h"
-#include "pserver/protocol_types.h"
 #include "protocol/sparse_rows.h"
+#include "pserver/protocol_types.h"
 
 namespace fabps::pserver {
 
 // Sums duplicate ids: fills `rows` with the distinct block-relative row
-// indices in ascending order and `summed` with their summed gradients
-// (rows->size() * R elements of T); ids sent strictly ascending skip the
-// sort. Reads each id once and checks it again
+// indices (a hashed table's block: the ids themselves) in ascending order and
+// `summed` with their summed gradients (rows->size() * R elements of T); ids
+// sent strictly ascending skip the sort. Reads each id once and checks it again
 // (the bytes may sit in a slot a misbehaving peer still writes to), so it
 // never indexes outside the block; InvalidArgument if an id changed.
 template <typename T>

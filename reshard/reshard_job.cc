@@ -60,7 +60,8 @@ class Writer {
     if (!spec.layout.SameAs(model.layout)) {
       return Status::FailedPrecondition(
           "the job's init config and its checkpoints disagree (" +
-          protocol::Layout::DescribeDifference(spec.layout, model.layout) + ")");
+          protocol::Layout::DescribeDifference(spec.layout, model.layout) +
+          ")");
     }
     const uint32_t n = static_cast<uint32_t>(dirs.size());
     for (const std::string& d : dirs) {
@@ -71,6 +72,7 @@ class Writer {
     pserver::ShardOptions rules;
     rules.default_rule = spec.default_rule;
     rules.rules = spec.rules;
+    rules.tables = spec.tables;
     FABPS_ASSIGN_OR_RETURN(
         written_, pserver::WriteReshardedCheckpoints(model, n, rules, dirs));
     FABPS_ASSIGN_OR_RETURN(protocol::Layout layout,

@@ -49,12 +49,26 @@ struct UpdateRule {
   13: double clip_norm = 0.0,         // 0: off
 }
 
+// Mirrors protocol::TableConfig (protocol/hashed_table.h), whose defaults
+// these are: a hashed table's initial rows, admission and eviction.
+// Validated by the pserver (ValidateTableConfig).
+struct HashedTable {
+  1: i32 init = 0,                  // RowInit: 0 zeros, 1 uniform, 2 normal
+  2: double init_scale = 0.01,
+  3: i64 seed = 0,
+  4: i32 admit_after = 1,           // 1..255: a row at the id's k-th push
+  5: double admit_probability = 1.0,
+  6: i64 ttl_seconds = 0,           // 0: rows never expire
+  7: i64 budget_bytes = 0,          // per pserver; 0: no budget
+}
+
 // What a pserver keeps to come back after a restart: the layout and the rules
 // it was initialized with (written beside its checkpoints).
 struct InitConfig {
   1: binary layout,                 // docs/formats/layout.md (pserver::Layout::Encode)
   2: UpdateRule default_rule,
   3: map<string, UpdateRule> rules, // per parameter name
+  4: map<string, HashedTable> tables, // per hashed table name
 }
 
 enum InitGrantKind {
@@ -91,6 +105,19 @@ struct Registration {
   11: i64 sync_step = 0,       // sync: the largest step of this pserver's blocks
 }
 
+// A hashed table on one pserver (pserver::HashedTableStats).
+struct TableStatus {
+  1: string name,
+  2: i64 rows,             // held now
+  3: i64 bytes,            // rows * bytes_per_row, plus the admission sketch
+  4: i64 bytes_per_row,
+  5: i64 admitted,         // rows created
+  6: i64 evicted_ttl,
+  7: i64 evicted_budget,
+  8: i64 not_admitted,     // pushed rows dropped: id not admitted yet
+  9: i64 over_budget,      // eviction sweeps that found the table over budget
+}
+
 struct PsStatus {
   1: i32 index,
   2: i32 num_pservers,
@@ -106,6 +133,7 @@ struct PsStatus {
   12: i32 mode = 0,             // 0 async, 1 sync
   13: i64 sync_step = 0,        // sync: the largest step of this pserver's blocks
   14: i64 sync_steps_forced = 0,  // sync: block steps applied after the step deadline
+  15: list<TableStatus> tables,   // hashed tables
 }
 
 service PServer {

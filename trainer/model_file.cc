@@ -19,6 +19,12 @@ Status ExportModel(PServerClient* client, const std::string& path,
   std::vector<ParamBuffer> buffers;
   values.reserve(layout->params().size());
   for (const ParamSpec& spec : layout->params()) {
+    if (protocol::IsHashed(spec)) {
+      return Status::Unimplemented(
+          "hashed table '" + spec.name +
+          "': a trainer cannot list its rows; export the job's checkpoints "
+          "(fabps-export --checkpoints), which hold every row");
+    }
     values.emplace_back(protocol::ByteCount(spec), '\0');
     buffers.push_back({spec.name, values.back().data(), values.back().size()});
   }

@@ -27,7 +27,8 @@ using protocol::SafetensorsDType;
 
 // Pulls every parameter of the job (the layout waits for initialization)
 // into memory and writes them to `path` (durably: old file or whole new one).
-// `source` goes into the metadata ("job mnist", ...).
+// `source` goes into the metadata ("job mnist", ...). Unimplemented for a
+// job with a hashed table (its rows are exported from checkpoints).
 Status ExportModel(PServerClient* client, const std::string& path,
                    const std::string& source, Deadline deadline);
 

@@ -10,11 +10,34 @@ namespace ps = rpc::pserver;
 Result<bool> ParamInit::Begin(bool selected, Deadline deadline) {
   FABPS_ASSIGN_OR_RETURN(
       bool won, s_.election().Begin(selected, s_.connections(), deadline));
-  if (won) params_.clear();
+  if (won) {
+    params_.clear();
+    tables_.clear();
+  }
   return won;
 }
 
+Status ParamInit::AddTable(const ParamSpec& spec,
+                           const protocol::TableConfig& config) {
+  if (!protocol::IsHashed(spec)) {
+    return Status::InvalidArgument("InitTable: '" + spec.name +
+                                   "' is not a hashed table (HashedSpec)");
+  }
+  FABPS_RETURN_IF_ERROR(
+      protocol::CheckParamSpec(spec).WithContext("InitTable"));
+  FABPS_RETURN_IF_ERROR(protocol::ValidateTableConfig(config).WithContext(
+      "InitTable '" + spec.name + "'"));
+  // A hashed table starts without rows: nothing to send but its spec.
+  params_.push_back({spec, std::string()});
+  tables_[spec.name] = config;
+  return Status::OK();
+}
+
 Status ParamInit::Add(const ParamSpec& spec, const void* data, size_t bytes) {
+  if (protocol::IsHashed(spec)) {
+    return Status::InvalidArgument("InitParam: '" + spec.name +
+                                   "' is a hashed table (InitTable)");
+  }
   FABPS_RETURN_IF_ERROR(
       protocol::CheckParamBuffer(spec, data, bytes, "InitParam"));
   params_.push_back({spec, std::string(static_cast<const char*>(data), bytes)});
@@ -44,7 +67,7 @@ Status ParamInit::Send(Deadline deadline) {
   FABPS_ASSIGN_OR_RETURN(Layout built,
                          Layout::Build(specs, options.block_elements,
                                        static_cast<uint32_t>(conns.size())));
-  pserver::InitSpec spec{built, options.default_rule, options.rules};
+  pserver::InitSpec spec{built, options.default_rule, options.rules, tables_};
   ps::InitConfig config = pserver::InitSpecToThrift(spec);
   for (auto& c : conns) {
     FABPS_RETURN_IF_ERROR(in_time("InitParams"));
@@ -59,6 +82,7 @@ Status ParamInit::Send(Deadline deadline) {
   }
   for (const auto& b : built.blocks()) {
     const auto& p = params_[b.param];
+    if (protocol::IsHashedBlock(b)) continue;  // buckets start empty
     const size_t esize = DTypeSize(p.spec.dtype);
     std::string values =
         p.values.substr(b.first_element * esize, b.num_elements * esize);
@@ -80,6 +104,7 @@ Status ParamInit::Send(Deadline deadline) {
     }
   }
   params_.clear();
+  tables_.clear();
   s_.election().Done();
   return Status::OK();
 }

@@ -10,11 +10,13 @@
 #ifndef FABPS_TRAINER_PARAM_INIT_H_
 #define FABPS_TRAINER_PARAM_INIT_H_
 
+#include <map>
 #include <string>
 #include <vector>
 
 #include "base/deadline.h"
 #include "base/status.h"
+#include "protocol/hashed_table.h"
 #include "trainer/pserver_session.h"
 
 namespace fabps::trainer {
@@ -27,8 +29,11 @@ class ParamInit {
   // recorded before.
   Result<bool> Begin(bool selected, Deadline deadline);
   // Checks that `bytes` of `data` are exactly the values of `spec` and
-  // records a copy (the spec itself is checked by Finish's layout).
+  // records a copy (the spec itself is checked by Finish's layout). A
+  // hashed table has no values (bytes 0): its buckets start empty.
   Status Add(const ParamSpec& spec, const void* data, size_t bytes);
+  // Records a hashed table and its configuration (checked here).
+  Status AddTable(const ParamSpec& spec, const protocol::TableConfig& config);
   // Sends everything recorded (see above). On failure the recorded
   // parameters are kept (a later call may finish) and the election is
   // abandoned, so another trainer or a later call may take it over.
@@ -43,6 +48,7 @@ class ParamInit {
   };
   PServerSession& s_;
   std::vector<Pending> params_;
+  std::map<std::string, protocol::TableConfig> tables_;
 };
 
 }  // namespace fabps::trainer

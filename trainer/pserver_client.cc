@@ -70,6 +70,12 @@ Status PServerClient::InitParam(const ParamSpec& spec, const void* data,
   return impl_->init.Add(spec, data, bytes);
 }
 
+Status PServerClient::InitTable(const ParamSpec& spec,
+                                const TableConfig& config) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  return impl_->init.AddTable(spec, config);
+}
+
 Status PServerClient::FinishInitParams() {
   return FinishInitParams(
       Deadline::InMs(impl_->session->options().init_wait_ms));
@@ -207,6 +213,33 @@ Result<const Layout*> PServerClient::layout(Deadline deadline) {
   std::lock_guard<std::mutex> l(impl_->mu);
   FABPS_RETURN_IF_ERROR(impl_->session->Prepare(deadline));
   return &impl_->session->layout();
+}
+
+Result<std::vector<PServerClient::TableStats>> PServerClient::HashedTableStats(
+    Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  FABPS_RETURN_IF_ERROR(impl_->session->Prepare(deadline));
+  std::vector<TableStats> out;
+  for (auto& c : impl_->session->connections()) {
+    rpc::pserver::PsStatus st;
+    FABPS_RETURN_IF_ERROR(
+        c->Call("GetStatus",
+                [&](rpc::pserver::PServerClient& pc) { pc.GetStatus(st); }));
+    for (const auto& t : st.tables) {
+      TableStats ts;
+      ts.name = t.name;
+      ts.pserver = c->index();
+      ts.rows = static_cast<uint64_t>(t.rows);
+      ts.bytes = static_cast<uint64_t>(t.bytes);
+      ts.bytes_per_row = static_cast<uint64_t>(t.bytes_per_row);
+      ts.admitted = static_cast<uint64_t>(t.admitted);
+      ts.evicted_ttl = static_cast<uint64_t>(t.evicted_ttl);
+      ts.evicted_budget = static_cast<uint64_t>(t.evicted_budget);
+      ts.not_admitted = static_cast<uint64_t>(t.not_admitted);
+      out.push_back(ts);
+    }
+  }
+  return out;
 }
 
 std::string PServerClient::provider() const {

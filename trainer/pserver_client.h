@@ -68,6 +68,7 @@
 #include "base/deadline.h"
 #include "base/status.h"
 #include "protocol/dtype.h"
+#include "protocol/hashed_table.h"
 #include "protocol/layout.h"
 #include "protocol/rule_config.h"
 #include "trainer/trainer_id.h"
@@ -79,6 +80,10 @@ using DType = protocol::DType;
 using ParamSpec = protocol::ParamSpec;
 using Layout = protocol::Layout;
 using UpdateRuleConfig = protocol::UpdateRuleConfig;
+using TableConfig = protocol::TableConfig;
+using RowInit = protocol::RowInit;
+using ParamKind = protocol::ParamKind;
+using protocol::HashedSpec;
 using RuleKind = protocol::RuleKind;
 using LrSchedule = protocol::LrSchedule;
 using protocol::DTypeSize;
@@ -140,6 +145,11 @@ class PServerClient {
   Result<bool> BeginInitParams(bool selected);
   // Records a parameter and its initial values (copied).
   Status InitParam(const ParamSpec& spec, const void* data, size_t bytes);
+  // Records a hashed table (spec from HashedSpec: kind kHashed, the shape
+  // of one row, its buckets) with its initial rows, admission and eviction
+  // (protocol/hashed_table.h). It starts without rows. Its rows move by
+  // SendRows and GetRows with any 64-bit ids (int64 bits read as uint64).
+  Status InitTable(const ParamSpec& spec, const TableConfig& config);
   // Builds the layout from every InitParam, sends it and the values to the
   // pservers and ends initialization. "Already initialized" counts as OK.
   // TimedOut when `deadline` (without one: init_wait_ms) passes before the
@@ -213,7 +223,11 @@ class PServerClient {
       const std::vector<ParamBuffer>& grads,
       const std::vector<ParamBuffer>& params, Deadline deadline);
   // Rows of a parameter of rank >= 2 (an embedding table [rows, d1, ...]):
-  // row i of the table is its R = d1 * ... elements. `row_ids` holds
+  // row i of the table is its R = d1 * ... elements. A hashed table's ids
+  // are any 64-bit values (int64 bits read as uint64) and R is the product
+  // of its row shape; a read of an id without a row gives the table's
+  // initial row, a push of one counts toward its admission
+  // (protocol/hashed_table.h); sync mode has no hashed tables. `row_ids` holds
   // `num_rows` (>= 0) row indices in any order, duplicates allowed;
   // `values` holds num_rows * R elements of the parameter's type, row k's
   // R elements for row_ids[k]; `bytes` must be exactly that size.
@@ -278,6 +292,15 @@ class PServerClient {
 
   // The layout, once initialization is done (waits for it).
   Result<const Layout*> layout(Deadline deadline);
+  // Every pserver's hashed tables as its status says (one entry per table
+  // per pserver, by pserver index).
+  struct TableStats {
+    std::string name;
+    uint32_t pserver = 0;
+    uint64_t rows = 0, bytes = 0, bytes_per_row = 0, admitted = 0,
+             evicted_ttl = 0, evicted_budget = 0, not_admitted = 0;
+  };
+  Result<std::vector<TableStats>> HashedTableStats(Deadline deadline);
   std::string provider() const;
   TrainerId trainer_id() const;
   void ForgetBuffer(const void* data, size_t bytes);

@@ -4,12 +4,70 @@
 #include <limits>
 #include <string>
 
+#include "protocol/hashed_table.h"
+
 namespace fabps::trainer {
+namespace {
+
+// A hashed table: ids by bucket, each bucket's distinct ids ascending, cut
+// into groups of at most the rows one slot carries.
+std::vector<RowGroup> GroupHashed(const protocol::Layout& layout,
+                                  uint32_t param, const int64_t* ids,
+                                  size_t n) {
+  const protocol::ParamSpec& spec = layout.params()[param];
+  const uint32_t first = layout.FirstBlockOf(param);
+  const uint64_t per_slot = layout.blocks()[first].num_rows;
+  // (bucket, id, position), sorted: buckets in order, ids ascending,
+  // repeats in caller order.
+  struct Key {
+    uint32_t bucket;
+    uint64_t id;
+    size_t pos;
+  };
+  std::vector<Key> keys(n);
+  for (size_t i = 0; i < n; i++) {
+    const uint64_t id = static_cast<uint64_t>(ids[i]);
+    keys[i] = {protocol::BucketOfId(id, spec.buckets), id, i};
+  }
+  std::sort(keys.begin(), keys.end(), [](const Key& a, const Key& b) {
+    if (a.bucket != b.bucket) return a.bucket < b.bucket;
+    if (a.id != b.id) return a.id < b.id;
+    return a.pos < b.pos;
+  });
+  std::vector<RowGroup> groups;
+  for (size_t k = 0; k < n; k++) {
+    const Key& key = keys[k];
+    const bool new_id =
+        k == 0 || keys[k - 1].id != key.id || keys[k - 1].bucket != key.bucket;
+    if (groups.empty() || groups.back().block != first + key.bucket ||
+        (new_id && groups.back().ids.size() == per_slot)) {
+      const protocol::BlockInfo& info = layout.blocks()[first + key.bucket];
+      RowGroup g;
+      g.block = info.id;
+      g.pserver = info.pserver;
+      groups.push_back(std::move(g));
+    }
+    RowGroup& g = groups.back();
+    if (new_id || g.ids.empty()) g.ids.push_back(key.id);
+    g.entries.emplace_back(key.pos, static_cast<uint32_t>(g.ids.size() - 1));
+  }
+  return groups;
+}
+
+}  // namespace
 
 Result<std::vector<RowGroup>> GroupRows(const protocol::Layout& layout,
                                         uint32_t param, const int64_t* ids,
                                         size_t n, bool every_block) {
   const protocol::ParamSpec& spec = layout.params()[param];
+  if (protocol::IsHashed(spec)) {
+    if (every_block) {
+      return Status::FailedPrecondition("hashed table '" + spec.name +
+                                        "': sync-mode rows are for dense "
+                                        "tables (hashed tables run async)");
+    }
+    return GroupHashed(layout, param, ids, n);
+  }
   const uint64_t rows = spec.shape.empty() ? 1 : spec.shape[0];
   const uint32_t first = layout.FirstBlockOf(param);
   const uint64_t per_block = layout.blocks()[first].num_rows;

@@ -29,10 +29,14 @@ struct RowGroup {
 
 // Groups ids[0..n) of parameter `param` of `layout`. InvalidArgument naming
 // the parameter and the id when an id is negative or not below the row
-// count; nothing is grouped then. Groups come in ascending block order.
-// With `every_block`, each block of the parameter has a group, an empty one
-// when no id falls in it (a sync step needs every trainer's share of every
-// block, docs/sync.md); otherwise only blocks with ids have one.
+// count; nothing is grouped then. A hashed table's ids are any 64-bit
+// values (int64 bits read as uint64): grouped by bucket
+// (protocol/hashed_table.h), a bucket's ids cut into groups of at most the
+// block's num_rows (what one slot carries), so one bucket may have several
+// groups; `every_block` is FailedPrecondition for it. Groups come in ascending
+// block order. With `every_block`, each block of the parameter has a group, an
+// empty one when no id falls in it (a sync step needs every trainer's share of
+// every block, docs/sync.md); otherwise only blocks with ids have one.
 Result<std::vector<RowGroup>> GroupRows(const protocol::Layout& layout,
                                         uint32_t param, const int64_t* ids,
                                         size_t n, bool every_block = false);

@@ -349,9 +349,14 @@ void DataPlane::OnRows(const std::shared_ptr<Trainer>& t,
       reinterpret_cast<const uint64_t*>(slot_data + r->ids_offset);
   char* out = slot_data + r->values_offset;
   Status gathered;
-  Status s = shard.ReadBlockLocked(imm.block, [&](const BlockView& v) {
-    gathered = GatherRows(v, ids, r->count, out);
-  });
+  Status s;
+  if (IsHashedBlock(info)) {
+    s = shard.GatherHashed(imm.block, ids, r->count, out);
+  } else {
+    s = shard.ReadBlockLocked(imm.block, [&](const BlockView& v) {
+      gathered = GatherRows(v, ids, r->count, out);
+    });
+  }
   if (s.ok()) s = gathered;
   if (!s.ok()) return refuse(s);
   rows_read_ += r->count;

@@ -72,6 +72,7 @@ struct Flags {
   uint64_t block_elements = 0;
   std::string checkpoint_dir;
   int save_period = 60;
+  int evict_period_ms = 1000;
   uint32_t keep = 3;
   uint32_t slots = 8;
   uint32_t max_trainers = 256;
@@ -299,6 +300,7 @@ int Serve(Flags f, const std::string& token) {
 
   int64_t period_ms = static_cast<int64_t>(f.save_period) * 1000;
   auto last_save = std::chrono::steady_clock::now();
+  auto last_evict = last_save;
   for (;;) {
     int sig = stop.Wait(200);
     if (sig != 0) {
@@ -318,6 +320,11 @@ int Serve(Flags f, const std::string& token) {
       std::_Exit(3);
     }
     auto now = std::chrono::steady_clock::now();
+    if (f.evict_period_ms > 0 &&
+        now - last_evict >= std::chrono::milliseconds(f.evict_period_ms)) {
+      last_evict = now;
+      service->EvictHashed();
+    }
     if (period_ms > 0 &&
         std::chrono::duration_cast<std::chrono::milliseconds>(now - last_save)
                 .count() >= period_ms) {
@@ -367,6 +374,10 @@ int main(int argc, char** argv) {
       ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 32));
   app.add_option("--checkpoint-dir", f.checkpoint_dir,
                  "checkpoints and init config (default: none: no checkpoints)");
+  app.add_option("--evict-period-ms", f.evict_period_ms,
+                 "how often hashed tables drop rows past their TTL or "
+                 "budget (0: never)")
+      ->check(CLI::NonNegativeNumber);
   app.add_option("--save-period", f.save_period,
                  "seconds between checkpoints (0: only at exit)")
       ->check(CLI::Range(0, 86400 * 7));

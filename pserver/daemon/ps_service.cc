@@ -89,6 +89,7 @@ Status PServerService::BuildShard(const ps::InitConfig& config,
   so.shard_index = options_.index;
   so.default_rule = spec.default_rule;
   so.rules = spec.rules;
+  so.tables = spec.tables;
   so.num_threads = options_.apply_threads;
   so.inline_apply_bytes = options_.inline_apply_bytes;
   so.mode = options_.mode;
@@ -324,7 +325,28 @@ void PServerService::GetStatus(ps::PsStatus& out) {
   if (initialized_) {
     out.num_blocks = static_cast<int64_t>(shard_->block_ids().size());
     out.sync_step = static_cast<int64_t>(shard_->MaxStep());
+    for (const HashedTableStats& t : shard_->HashedStats()) {
+      ps::TableStatus ts;
+      ts.name = t.name;
+      ts.rows = static_cast<int64_t>(t.rows);
+      ts.bytes = static_cast<int64_t>(t.bytes);
+      ts.bytes_per_row = static_cast<int64_t>(t.bytes_per_row);
+      ts.admitted = static_cast<int64_t>(t.admitted);
+      ts.evicted_ttl = static_cast<int64_t>(t.evicted_ttl);
+      ts.evicted_budget = static_cast<int64_t>(t.evicted_budget);
+      ts.not_admitted = static_cast<int64_t>(t.not_admitted);
+      ts.over_budget = static_cast<int64_t>(t.over_budget);
+      out.tables.push_back(ts);
+    }
   }
+}
+
+uint64_t PServerService::EvictHashed() {
+  if (!initialized_) return 0;
+  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
+                          std::chrono::system_clock::now().time_since_epoch())
+                          .count();
+  return shard_->EvictHashed(now);
 }
 
 }  // namespace fabps::pserver

@@ -73,6 +73,9 @@ class PServerService : public rpc::pserver::PServerIf {
   // the first).
   double LastCheckpointSeconds();
   bool initialized() const { return initialized_.load(); }
+  // One eviction sweep of the hashed tables (Shard::EvictHashed at the
+  // wall clock's now); rows dropped. 0 before initialization.
+  uint64_t EvictHashed();
 
   rpc::pserver::InitGrantKind::type BeginInitParams(
       int64_t trainer_id) override;

@@ -65,6 +65,30 @@ void RegisterPserverMetrics(metrics::Registry* registry,
       [](const Snapshot& s) {
         return static_cast<double>(s.checkpoint.bytes);
       });
+  // Hashed tables, summed over the tables this pserver holds.
+  auto sum = [](const Snapshot& s, int64_t rpc::pserver::TableStatus::*f) {
+    double total = 0;
+    for (const auto& t : s.status.tables) total += static_cast<double>(t.*f);
+    return total;
+  };
+  using TS = rpc::pserver::TableStatus;
+  add(Type::kGauge, "fabps_pserver_hashed_rows", "rows held in hashed tables",
+      [sum](const Snapshot& s) { return sum(s, &TS::rows); });
+  add(Type::kGauge, "fabps_pserver_hashed_bytes",
+      "bytes of hashed tables' rows and admission sketches",
+      [sum](const Snapshot& s) { return sum(s, &TS::bytes); });
+  add(Type::kCounter, "fabps_pserver_hashed_rows_admitted_total",
+      "hashed-table rows created (ids admitted)",
+      [sum](const Snapshot& s) { return sum(s, &TS::admitted); });
+  add(Type::kCounter, "fabps_pserver_hashed_rows_evicted_ttl_total",
+      "hashed-table rows dropped past their TTL",
+      [sum](const Snapshot& s) { return sum(s, &TS::evicted_ttl); });
+  add(Type::kCounter, "fabps_pserver_hashed_rows_evicted_budget_total",
+      "hashed-table rows dropped to keep a table within its budget",
+      [sum](const Snapshot& s) { return sum(s, &TS::evicted_budget); });
+  add(Type::kCounter, "fabps_pserver_hashed_rows_not_admitted_total",
+      "pushed hashed-table rows dropped: their id was not admitted yet",
+      [sum](const Snapshot& s) { return sum(s, &TS::not_admitted); });
   add(Type::kGauge, "fabps_pserver_checkpoint_duration_seconds",
       "how long writing the last checkpoint took (0: none yet)",
       [](const Snapshot& s) { return s.checkpoint_seconds; });

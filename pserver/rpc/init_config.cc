@@ -61,12 +61,44 @@ Result<UpdateRuleConfig> RuleFromThrift(const rpc::pserver::UpdateRule& t) {
   return c;
 }
 
+rpc::pserver::HashedTable TableToThrift(const TableConfig& c) {
+  rpc::pserver::HashedTable t;
+  t.init = static_cast<int32_t>(c.init);
+  t.init_scale = c.init_scale;
+  t.seed = static_cast<int64_t>(c.seed);
+  t.admit_after = static_cast<int32_t>(c.admit_after);
+  t.admit_probability = c.admit_probability;
+  t.ttl_seconds = static_cast<int64_t>(c.ttl_seconds);
+  t.budget_bytes = static_cast<int64_t>(c.budget_bytes);
+  return t;
+}
+
+Result<TableConfig> TableFromThrift(const rpc::pserver::HashedTable& t) {
+  if (t.init < 0 || t.admit_after < 0 || t.ttl_seconds < 0 ||
+      t.budget_bytes < 0) {
+    return Status::InvalidArgument(
+        "table: init, admit_after, ttl_seconds and budget_bytes must be >= 0");
+  }
+  TableConfig c;
+  c.init = static_cast<protocol::RowInit>(t.init);
+  c.init_scale = t.init_scale;
+  c.seed = static_cast<uint64_t>(t.seed);
+  c.admit_after = static_cast<uint32_t>(t.admit_after);
+  c.admit_probability = t.admit_probability;
+  c.ttl_seconds = static_cast<uint64_t>(t.ttl_seconds);
+  c.budget_bytes = static_cast<uint64_t>(t.budget_bytes);
+  FABPS_RETURN_IF_ERROR(protocol::ValidateTableConfig(c));
+  return c;
+}
+
 rpc::pserver::InitConfig InitSpecToThrift(const InitSpec& spec) {
   rpc::pserver::InitConfig t;
   t.layout = spec.layout.Encode();
   t.default_rule = RuleToThrift(spec.default_rule);
   for (const auto& [name, rule] : spec.rules)
     t.rules[name] = RuleToThrift(rule);
+  for (const auto& [name, table] : spec.tables)
+    t.tables[name] = TableToThrift(table);
   return t;
 }
 
@@ -75,7 +107,7 @@ Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config) {
   if (!layout.ok()) return layout.status().WithContext("init config layout");
   FABPS_ASSIGN_OR_RETURN(UpdateRuleConfig def,
                          RuleFromThrift(config.default_rule));
-  InitSpec spec{std::move(layout).value(), def, {}};
+  InitSpec spec{std::move(layout).value(), def, {}, {}};
   for (const auto& [name, rule] : config.rules) {
     if (!spec.layout.FindParam(name).ok()) {
       return Status::InvalidArgument("update rule for unknown parameter '" +
@@ -84,6 +116,16 @@ Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config) {
     auto r = RuleFromThrift(rule);
     if (!r.ok()) return r.status().WithContext("rule of '" + name + "'");
     spec.rules[name] = r.value();
+  }
+  for (const auto& [name, table] : config.tables) {
+    auto p = spec.layout.FindParam(name);
+    if (!p.ok() || !IsHashed(spec.layout.params()[*p])) {
+      return Status::InvalidArgument("table configuration for '" + name +
+                                     "', which is not a hashed table");
+    }
+    auto c = TableFromThrift(table);
+    if (!c.ok()) return c.status().WithContext("table '" + name + "'");
+    spec.tables[name] = *c;
   }
   return spec;
 }

@@ -8,8 +8,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "pserver/protocol_types.h"
 #include "protocol/rule_config.h"
+#include "pserver/protocol_types.h"
 #include "thrift_gen/pserver/pserver_types.h"
 
 namespace fabps::pserver {
@@ -19,15 +19,21 @@ rpc::pserver::UpdateRule RuleToThrift(const UpdateRuleConfig& c);
 // values, which come from a peer.
 Result<UpdateRuleConfig> RuleFromThrift(const rpc::pserver::UpdateRule& t);
 
+rpc::pserver::HashedTable TableToThrift(const TableConfig& c);
+// Validates (ValidateTableConfig) after converting.
+Result<TableConfig> TableFromThrift(const rpc::pserver::HashedTable& t);
+
 // The decoded, validated form of rpc::pserver::InitConfig.
 struct InitSpec {
   Layout layout;
   UpdateRuleConfig default_rule;
   std::map<std::string, UpdateRuleConfig> rules;
+  std::map<std::string, TableConfig> tables;  // hashed tables by name
 };
 rpc::pserver::InitConfig InitSpecToThrift(const InitSpec& spec);
-// Decodes the layout (Layout::Decode validates it) and every rule; rules for
-// parameters the layout does not have are refused.
+// Decodes the layout (Layout::Decode validates it), every rule and table;
+// rules for parameters the layout does not have, and tables for parameters
+// that are not hashed tables, are refused.
 Result<InitSpec> InitSpecFromThrift(const rpc::pserver::InitConfig& config);
 
 // The file: "FABPSIC1", u32 length, Thrift binary InitConfig, u32 CRC32C of

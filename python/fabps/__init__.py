@@ -21,8 +21,10 @@ Rule = _core.Rule  # first: client.py and reader.py use it
 read_records = _core.read_records
 from .client import DEFAULT_SAVE_TIMEOUT, DEFAULT_TIMEOUT, Handle, PServerClient
 from .reader import MasterReader
+from .hashed_table import HashedTable
 
 __version__ = "0.1.0"
 
 __all__ = ["PServerClient", "Handle", "MasterReader", "Rule", "read_records",
+           "HashedTable",
            "DEFAULT_TIMEOUT", "DEFAULT_SAVE_TIMEOUT"] + list(_error_names)

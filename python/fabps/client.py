@@ -13,6 +13,7 @@ import numpy as np
 
 from . import _core
 from .errors import InvalidArgument
+from .hashed_table import HashedTable
 
 # Seconds a data call (push, pull, wait) waits when given timeout=None.
 DEFAULT_TIMEOUT = 60.0
@@ -203,13 +204,29 @@ class PServerClient:
         None: init_wait_ms.
         """
         pairs = _pairs(named)
+        tables = [(n, o) for n, o in pairs if isinstance(o, HashedTable)]
+        dense = [(n, o) for n, o in pairs if not isinstance(o, HashedTable)]
         if self._c.begin_init(timeout):
             for name, obj in pairs:
-                self._c.init_param(name, _as_array(name, obj))
+                if isinstance(obj, HashedTable):
+                    obj._send(self._c, name)
+                else:
+                    self._c.init_param(name, _as_array(name, obj))
             self._c.finish_init(timeout)
             return True
-        self.pull(pairs, self._init_wait_s if timeout is None else timeout)
+        if dense:
+            self.pull(dense, self._init_wait_s if timeout is None else timeout)
+        elif tables:
+            self.table_stats(self._init_wait_s if timeout is None else timeout)
         return False
+
+    def table_stats(self, timeout=None):
+        """Every pserver's hashed tables: a list of dicts (name, pserver,
+        rows, bytes, bytes_per_row, admitted, evicted_ttl, evicted_budget,
+        not_admitted), one per table per pserver. Waits for
+        initialization."""
+        return self._c.table_stats(
+            self._init_wait_s if timeout is None else float(timeout))
 
     # --- data path ---------------------------------------------------------
 

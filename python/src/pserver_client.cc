@@ -287,6 +287,56 @@ class Client : public std::enable_shared_from_this<Client> {
         [d](PServerClient* c) { return c->SyncStep(d); })));
   }
 
+  // A hashed table (fabps.HashedTable on the Python side).
+  void InitTable(const std::string& name, const std::string& dtype,
+                 const std::vector<uint64_t>& row_shape, uint32_t buckets,
+                 const std::string& init, double init_scale, uint64_t seed,
+                 uint32_t admit_after, double admit_probability,
+                 uint64_t ttl_seconds, uint64_t budget_bytes) {
+    CheckOpen();
+    trainer::DType t = trainer::DType::kFloat32;
+    if (dtype == "float64") {
+      t = trainer::DType::kFloat64;
+    } else if (dtype != "float32") {
+      ThrowStatus(Status::InvalidArgument(
+          "hashed table '" + name + "': float32 or float64, not " + dtype));
+    }
+    trainer::ParamSpec spec = trainer::HashedSpec(name, t, row_shape, buckets);
+    trainer::TableConfig c;
+    c.init = ValueOrThrow(protocol::RowInitFromName(init));
+    c.init_scale = init_scale;
+    c.seed = seed;
+    c.admit_after = admit_after;
+    c.admit_probability = admit_probability;
+    c.ttl_seconds = ttl_seconds;
+    c.budget_bytes = budget_bytes;
+    ThrowIfError(Run<Status>(
+        [spec, c](PServerClient* cl) { return cl->InitTable(spec, c); }));
+  }
+
+  py::list TableStats(double timeout) {
+    CheckOpen();
+    Deadline d = DeadlineIn(timeout, "table_stats");
+    auto stats =
+        ValueOrThrow(Run<Result<std::vector<PServerClient::TableStats>>>(
+            [d](PServerClient* c) { return c->HashedTableStats(d); }));
+    py::list out;
+    for (const auto& t : stats) {
+      py::dict e;
+      e["name"] = t.name;
+      e["pserver"] = t.pserver;
+      e["rows"] = t.rows;
+      e["bytes"] = t.bytes;
+      e["bytes_per_row"] = t.bytes_per_row;
+      e["admitted"] = t.admitted;
+      e["evicted_ttl"] = t.evicted_ttl;
+      e["evicted_budget"] = t.evicted_budget;
+      e["not_admitted"] = t.not_admitted;
+      out.append(e);
+    }
+    return out;
+  }
+
   void SaveModel(const std::string& dir, double timeout) {
     CheckOpen();
     Deadline d = DeadlineIn(timeout, "save_model");
@@ -508,6 +558,12 @@ void DefinePServerClient(py::module_& m) {
           py::arg("init_wait_ms"), py::arg("block_elements"))
       .def("begin_init", &Client::BeginInit, py::arg("timeout"))
       .def("init_param", &Client::InitParam, py::arg("name"), py::arg("array"))
+      .def("init_table", &Client::InitTable, py::arg("name"), py::arg("dtype"),
+           py::arg("row_shape"), py::arg("buckets"), py::arg("init"),
+           py::arg("init_scale"), py::arg("seed"), py::arg("admit_after"),
+           py::arg("admit_probability"), py::arg("ttl_seconds"),
+           py::arg("budget_bytes"))
+      .def("table_stats", &Client::TableStats, py::arg("timeout"))
       .def("finish_init", &Client::FinishInit, py::arg("timeout"))
       .def(
           "start",

@@ -1,0 +1,253 @@
+"""Hashed embedding tables (fabps.HashedTable, protocol/hashed_table.h) on
+real fabps-pserver processes: rows keyed by any 64-bit id, initial rows,
+admission at exactly k pushes, eviction by TTL and by budget, recovery from a
+checkpoint bit for bit, and the export of a table as ids and values.
+
+Run from ctest (python.fabps_package), or by hand:
+  PYTHONPATH=build/python /usr/bin/python3 -m pytest tests/python/fabps_hashed_test.py
+"""
+
+import json
+import struct
+import subprocess
+import time
+
+import numpy as np
+import pytest
+
+import fabps
+from pserver_procs import PServerProcs, built_binary
+
+PROVIDERS = ["tcp;ofi_rxm", "shm"]
+DIM = 4
+LR = 0.5
+M64 = (1 << 64) - 1
+
+
+# --- an independent implementation of the initial rows (the contract in
+# protocol/hashed_table.h and docs/formats/hashed_table.md) ---------------
+
+def mix64(x):
+    x ^= x >> 30
+    x = (x * 0xbf58476d1ce4e5b9) & M64
+    x ^= x >> 27
+    x = (x * 0x94d049bb133111eb) & M64
+    x ^= x >> 31
+    return x
+
+
+def draw(seed, id_, k):
+    return mix64(mix64(seed ^ 0x9e3779b97f4a7c15) ^ mix64(id_) ^
+                 ((k * 0xd1b54a32d192ed03) & M64))
+
+
+def uniform_row(seed, scale, id_):
+    unit = [(draw(seed, int(id_), j) >> 11) * 2.0 ** -53 for j in range(DIM)]
+    return np.array([(2 * u - 1) * scale for u in unit], np.float32)
+
+
+# --- fixtures ---------------------------------------------------------------
+
+def procs(request, tmp_path, n=2, extra=()):
+    p = PServerProcs(request.param, n, tmp_path,
+                     extra=["--evict-period-ms", "50"] + list(extra))
+    p.start_all()
+    request.addfinalizer(p.close)
+    return p
+
+
+@pytest.fixture(params=PROVIDERS)
+def ps(request, tmp_path):
+    return procs(request, tmp_path)
+
+
+def client(ps, **kw):
+    return fabps.PServerClient(addresses=ps.addresses, provider=ps.provider,
+                               rule=fabps.Rule("sgd", lr=LR), **kw)
+
+
+def pull(c, ids):
+    out = np.zeros((len(ids), DIM), np.float32)
+    c.get_rows("emb", np.asarray(ids, np.uint64), out)
+    return out
+
+
+def stats(c):
+    """Per-table totals over the pservers."""
+    total = {}
+    for t in c.table_stats():
+        for k, v in t.items():
+            if isinstance(v, int) and k != "pserver":
+                total[k] = total.get(k, 0) + v
+    return total
+
+
+def wait_for(what, pred, show=lambda: "", timeout=30.0):
+    end = time.monotonic() + timeout
+    while not pred():
+        assert time.monotonic() < end, f"timed out waiting for {what}: {show()}"
+        time.sleep(0.02)
+
+
+# --- tests -----------------------------------------------------------------
+
+def test_rows_by_any_id_exact(ps):
+    table = fabps.HashedTable(dim=DIM, init="uniform", init_scale=0.25,
+                              seed=7, buckets=16)
+    with client(ps) as c:
+        assert c.init_params({"emb": table, "b": np.zeros(3, np.float32)})
+        ids = np.array([0, 1, 2**63 + 5, M64, 123456789012345, 1, 0],
+                       np.uint64)
+        init = np.stack([uniform_row(7, 0.25, i) for i in ids])
+        # A read of ids without rows gives their initial rows, stores none.
+        np.testing.assert_array_equal(pull(c, ids), init)
+        assert stats(c)["rows"] == 0
+        grads = (np.arange(ids.size * DIM) % 7 - 3).astype(np.float32)
+        grads = grads.reshape(ids.size, DIM)
+        c.send_rows("emb", ids, grads).wait()
+        summed = {}  # repeated ids add up before the rule applies once
+        for k, i in enumerate(ids.tolist()):
+            summed[i] = summed.get(i, 0) + grads[k]
+        want = {i: uniform_row(7, 0.25, i) - np.float32(LR) * g
+                for i, g in summed.items()}
+        got = pull(c, ids)
+        for k, i in enumerate(ids.tolist()):
+            np.testing.assert_array_equal(got[k], want[i])
+        s = stats(c)
+        assert s["rows"] == len(set(ids.tolist())) == s["admitted"]
+        # int64 ids are the same bits.
+        np.testing.assert_array_equal(
+            pull(c, ids.view(np.int64)), got)
+
+
+def test_admission_at_exactly_k(ps):
+    table = fabps.HashedTable(dim=DIM, admit_after=3)
+    with client(ps) as c:
+        c.init_params({"emb": table})
+        x = [987654321]
+        g = np.ones((1, DIM), np.float32)
+        for push in range(1, 3):
+            c.send_rows("emb", np.array(x, np.uint64), g).wait()
+            np.testing.assert_array_equal(pull(c, x), np.zeros((1, DIM)))
+            assert stats(c)["not_admitted"] == push
+        c.send_rows("emb", np.array(x, np.uint64), 2 * g).wait()
+        np.testing.assert_array_equal(pull(c, x), -LR * 2 * g)
+        s = stats(c)
+        assert (s["rows"], s["admitted"], s["not_admitted"]) == (1, 1, 2)
+
+
+def test_eviction_by_ttl(ps):
+    table = fabps.HashedTable(dim=DIM, ttl_seconds=1)
+    with client(ps) as c:
+        c.init_params({"emb": table})
+        ids = np.arange(1, 41, dtype=np.uint64) * 1000003
+        c.send_rows("emb", ids, np.ones((ids.size, DIM), np.float32)).wait()
+        assert stats(c)["rows"] == ids.size
+        np.testing.assert_array_equal(pull(c, ids), -LR)
+        wait_for("TTL eviction", lambda: stats(c)["rows"] == 0)
+        assert stats(c)["evicted_ttl"] == ids.size
+        np.testing.assert_array_equal(pull(c, ids), 0)  # initial rows again
+
+
+def test_eviction_by_budget_keeps_the_newest(request, ps, tmp_path):
+    # bytes_per_row of this table as a pserver counts it, from another job.
+    request.param = ps.provider
+    (tmp_path / "probe").mkdir()
+    other = procs(request, tmp_path / "probe")
+    with client(other) as c:
+        c.init_params({"emb": fabps.HashedTable(dim=DIM, buckets=8)})
+        per_row = c.table_stats()[0]["bytes_per_row"]
+    # This job's table holds at most 12 rows per pserver.
+    table = fabps.HashedTable(dim=DIM, buckets=8, budget_bytes=12 * per_row)
+    with client(ps) as c:
+        c.init_params({"emb": table})
+        batches = [np.arange(b * 100, b * 100 + 20, dtype=np.uint64)
+                   for b in range(5)]
+        for b in batches:
+            c.send_rows("emb", b, np.ones((b.size, DIM), np.float32)).wait()
+            time.sleep(0.01)  # distinct update times for each batch
+        wait_for("budget eviction",
+                 lambda: all(t["rows"] <= 12 for t in c.table_stats()),
+                 lambda: c.table_stats())
+        s = stats(c)
+        assert s["evicted_budget"] == 100 - s["rows"]
+        # What is left is the most recently updated: the last batch wins.
+        last = pull(c, batches[-1])
+        assert (last == -LR).all(axis=1).sum() >= min(20, s["rows"]) - 4
+        assert (pull(c, batches[0]) == 0).all()
+
+
+def test_recovery_and_export_bit_exact(request, tmp_path):
+    request.param = "tcp;ofi_rxm"
+    ps = procs(request, tmp_path)
+    table = fabps.HashedTable(dim=DIM, init="normal", init_scale=0.1, seed=3,
+                              buckets=8)
+    rng = np.random.default_rng(5)
+    ids = rng.integers(0, 2**63, 300, dtype=np.int64).astype(np.uint64)
+    with fabps.PServerClient(addresses=ps.addresses, provider=ps.provider,
+                             rule=fabps.Rule("adagrad", lr=0.1)) as c:
+        c.init_params({"emb": table, "w": np.ones(5, np.float32)})
+        for step in range(3):
+            g = rng.standard_normal((ids.size, DIM)).astype(np.float32)
+            c.send_rows("emb", ids, g).wait()
+        before = pull(c, ids)
+        rows_before = stats(c)["rows"]
+    for i in range(2):
+        assert ps.stop(i) == 0  # SIGTERM: a final checkpoint
+        ps.start(i)
+    with fabps.PServerClient(addresses=ps.addresses, provider=ps.provider,
+                             rule=fabps.Rule("adagrad", lr=0.1)) as c:
+        np.testing.assert_array_equal(pull(c, ids), before)
+        assert stats(c)["rows"] == rows_before == len(set(ids.tolist()))
+        # AdaGrad's state came back too: one more step equals on both.
+        g = np.ones((ids.size, DIM), np.float32)
+        c.send_rows("emb", ids, g).wait()
+        after = pull(c, ids)
+    out = tmp_path / "model.safetensors"
+    r = subprocess.run([built_binary("cmd/export/fabps-export"),
+                        "--checkpoints", str(tmp_path / "ckpt-0"),
+                        str(tmp_path / "ckpt-1"), "-o", str(out),
+                        "--with-optimizer-state", str(tmp_path / "st")],
+                       capture_output=True, text=True, timeout=120)
+    assert r.returncode == 0, r.stderr
+    with open(out, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    body = data[8 + n:]
+
+    def tensor(name, dtype):
+        t = header[name]
+        begin, end = t["data_offsets"]
+        return np.frombuffer(body[begin:end], dtype).reshape(t["shape"])
+
+    assert header["emb.ids"]["dtype"] == "U64"
+    got_ids = tensor("emb.ids", np.uint64)
+    values = tensor("emb.values", np.float32)
+    assert list(got_ids) == sorted(set(ids.tolist()))
+    # The checkpoints hold the state before the last push (saved at stop).
+    index = {int(i): k for k, i in enumerate(got_ids)}
+    for k, i in enumerate(ids.tolist()):
+        np.testing.assert_array_equal(values[index[i]], before[k])
+    assert not np.array_equal(after, before)
+
+
+def test_bad_hashed_calls_are_refused(ps):
+    with client(ps) as c:
+        c.init_params({"emb": fabps.HashedTable(dim=DIM), "w": np.zeros(2, np.float32)})
+        with pytest.raises(fabps.InvalidArgument):
+            c.send_rows("emb", np.array([1, 2], np.uint64),
+                        np.ones((2, DIM + 1), np.float32))
+        with pytest.raises(fabps.InvalidArgument, match="hashed table"):
+            c.pull({"emb": np.zeros(DIM, np.float32)})
+        with pytest.raises(fabps.NotFound):
+            c.send_rows("nope", np.array([1], np.uint64),
+                        np.ones((1, DIM), np.float32))
+        # The server goes on serving.
+        c.send_rows("emb", np.array([5], np.uint64),
+                    np.ones((1, DIM), np.float32)).wait()
+        np.testing.assert_array_equal(pull(c, [5]), -LR)
+    with pytest.raises(ValueError):
+        fabps.HashedTable(dim=0)
+    with pytest.raises(TypeError):
+        fabps.HashedTable(dim=4, dtype="int32")
