@@ -8,12 +8,12 @@ whose table lives on the pservers.
 
 The table is a parameter of shape [rows, embedding_dim] that the job
 declares and initializes elsewhere, e.g. in the client.init_params call that
-also initializes the dense parameters. The module hands the ids to the
-client's get_rows and send_rows as they are: the client decides which ids
-the table holds. The module holds no copy of it and
-no torch Parameter: model.parameters() does not list it, so neither a torch
-optimizer nor fabps.torch.DistributedOptimizer sees it. The pservers apply
-the table's update rule to the gradients the module pushes.
+also initializes the dense parameters. The module holds no copy of the table
+and no torch Parameter: model.parameters() does not list it, so neither a
+torch optimizer nor fabps.torch.DistributedOptimizer sees it. The pservers
+apply the table's update rule to the gradients the module pushes. The
+module hands the ids to the client's get_rows and send_rows as they are:
+the client decides which ids the table holds.
 
 What happens when:
   * forward(ids): waits for the pushes of this module's earlier backwards,
