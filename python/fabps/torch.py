@@ -46,6 +46,11 @@ initialized with.
 
 Thread safety: one thread (the training loop's) calls the optimizer and runs
 forward and backward.
+
+Embedding tables on the pservers: fabps.torch.Embedding and
+fabps.torch.EmbeddingBag (fabps/embedding.py) pull a batch's rows in forward
+and push their gradient in backward; they have no torch Parameter, so the
+optimizer does not see them.
 """
 
 import logging
@@ -54,6 +59,7 @@ import time
 import torch
 
 import fabps
+from fabps.embedding import Embedding, EmbeddingBag  # noqa: F401
 
 _log = logging.getLogger("fabps.torch")
 
