@@ -217,7 +217,7 @@ class Trainer:
         self.model = mlp.Mlp()
         self.opt = fabps.torch.DistributedOptimizer(
             self.client, self.model.named_parameters(), model=self.model,
-            overlap_pull=not cfg.no_overlap_pull, timeout=self.timeout,
+            overlap_pull=not cfg.no_overlap_pull, step_timeout=self.timeout,
             bucket_bytes=cfg.bucket_bytes,
             max_lost_steps=MAX_LOST_STEPS_IN_A_ROW)
         # The election's winner sends these values; the others overwrite
@@ -275,8 +275,7 @@ class Trainer:
             try:
                 self.opt.pull(timeout=self.timeout)
                 return
-            except (fabps.Unavailable, fabps.TimedOut, fabps.Cancelled,
-                    fabps.IOError):
+            except fabps.PeerError:
                 if attempt == MAX_LOST_STEPS_IN_A_ROW:
                     raise
                 time.sleep(0.2)

@@ -8,11 +8,19 @@
         c.push({"w": np.ones_like(w)}).wait()
         c.pull({"w": w})                 # w == -0.1 everywhere
 
-See python/README.md. Errors are the classes of fabps.errors (fabps.Error
-and one subclass per Status code).
+PyTorch: fabps.torch.DistributedOptimizer (import fabps.torch) trains a
+torch.nn.Module's parameters through the pservers: backward pushes the
+gradients, step() pulls the values the pservers' update rule computed.
+
+See python/README.md. Errors are the classes of fabps.errors: fabps.Error
+and one subclass per Status code; fabps.PeerError is the base of those of
+a peer that is gone or late (Unavailable, TimedOut, Cancelled, IOError).
+fabps.IOError is not exported by `from fabps import *` (it would shadow
+the built-in IOError).
 """
 
 from .errors import *  # noqa: F401,F403 - the exception classes
+from .errors import IOError  # noqa: F401,A004 - fabps.IOError, not in __all__
 from .errors import __all__ as _error_names
 from ._signals import import_core as _import_core
 

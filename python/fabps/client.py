@@ -174,10 +174,12 @@ class PServerClient:
     name is fabps.NotFound. `named` arguments are a dict name -> buffer or a
     list of (name, buffer) pairs.
 
-    Timeouts are seconds; None means DEFAULT_TIMEOUT for data calls and
-    DEFAULT_SAVE_TIMEOUT for save_model. Every wait releases the GIL and
-    wakes for Ctrl-C (KeyboardInterrupt) within a fraction of a second.
-    After a failed step (a pserver died) the next call reconnects.
+    Timeouts are seconds; None means DEFAULT_TIMEOUT (60 s) for data calls
+    and waits, init_wait_ms for init_params and DEFAULT_SAVE_TIMEOUT
+    (600 s) for save_model. Every wait releases the GIL and wakes for
+    Ctrl-C (KeyboardInterrupt) within a fraction of a second. A pserver
+    that is dead, restarting or frozen raises a fabps.PeerError; after
+    it the next call reconnects.
     """
 
     def __init__(self, store=None, job="default", addresses=None,

@@ -14,6 +14,17 @@ each also from the built-in exception a Python caller would expect:
 A bad buffer (not contiguous, wrong dtype or size, read-only for a pull) is
 fabps.InvalidArgument, a ValueError; an unknown parameter name is
 fabps.NotFound, a LookupError.
+
+fabps.PeerError is the family of a peer that is gone or late: Unavailable,
+TimedOut, Cancelled and IOError derive from it, so one clause catches every
+error after which the next call may succeed (the client reconnects):
+
+    except fabps.PeerError:     # the step is lost; go on
+        ...
+
+fabps.IOError keeps the Status code's name and is an OSError; it is not in
+__all__, so `from fabps import *` leaves the built-in IOError (OSError)
+alone.
 """
 
 import builtins
@@ -37,15 +48,21 @@ class Corruption(Error):
     code = "Corruption"
 
 
-class IOError(Error, builtins.OSError):  # noqa: A001 - the Status code's name
+class PeerError(Error):
+    """A peer is gone or late (a pserver died, restarts or is frozen): the
+    operation may succeed when tried again. The base of Unavailable,
+    TimedOut, Cancelled and IOError; never raised itself."""
+
+
+class IOError(PeerError, builtins.OSError):  # noqa: A001 - the code's name
     code = "IOError"
 
 
-class TimedOut(Error, TimeoutError):
+class TimedOut(PeerError, TimeoutError):
     code = "TimedOut"
 
 
-class Unavailable(Error, ConnectionError):
+class Unavailable(PeerError, ConnectionError):
     code = "Unavailable"
 
 
@@ -61,7 +78,7 @@ class Unimplemented(Error, NotImplementedError):
     code = "Unimplemented"
 
 
-class Cancelled(Error):
+class Cancelled(PeerError):
     code = "Cancelled"
 
 
@@ -86,4 +103,7 @@ def error_class(code_name):
     return _BY_CODE.get(code_name, Error)
 
 
-__all__ = ["Error"] + sorted(_BY_CODE)
+# The names `from fabps import *` exports: every class but IOError, which
+# would shadow the built-in IOError (OSError) in the importing module.
+__all__ = ["Error", "PeerError"] + sorted(n for n in _BY_CODE
+                                          if not hasattr(builtins, n))

@@ -5,6 +5,7 @@ Run from ctest (python.fabps_package), or by hand:
 FABPS_BUILD_DIR (default: build/ of this checkout) locates fabps-pserver.
 """
 
+import builtins
 import gc
 import mmap
 import os
@@ -223,6 +224,37 @@ def test_rule_kinds_are_the_protocols_names():
         fabps.Rule("adamw")
 
 
+def test_star_import_keeps_the_builtin_IOError(tmp_path):
+    namespace = {"missing": str(tmp_path / "missing")}
+    exec("from fabps import *\n"
+         "try:\n"
+         "    open(missing)\n"
+         "except IOError as e:\n"
+         "    caught = e\n", namespace)
+    assert isinstance(namespace["caught"], FileNotFoundError)
+    assert "IOError" not in namespace and "PServerClient" in namespace
+    assert not set(fabps.__all__) & set(dir(builtins))
+    # The Status code's class is still there, by its name.
+    assert fabps.errors.error_class("IOError") is fabps.IOError
+    assert issubclass(fabps.IOError, OSError)
+
+
+@pytest.mark.parametrize("code", ["Unavailable", "TimedOut", "Cancelled",
+                                  "IOError"])
+def test_a_peer_that_is_gone_or_late_is_one_family(code):
+    cls = fabps.errors.error_class(code)  # what the C++ errors raise
+    assert cls is getattr(fabps, code)
+    with pytest.raises(fabps.PeerError):
+        raise cls("from a pserver")
+
+
+def test_other_errors_are_not_peer_errors():
+    for code in ("InvalidArgument", "NotFound", "Corruption", "AlreadyExists",
+                 "FailedPrecondition", "Unimplemented", "ResourceExhausted",
+                 "PermissionDenied", "SomethingElse"):
+        assert not issubclass(fabps.errors.error_class(code), fabps.PeerError)
+
+
 def test_bad_buffers_are_refused_and_send_nothing(cluster):
     ps = cluster(1)
     init = params()
@@ -312,6 +344,7 @@ def test_killed_pserver_errors_then_restart_reconnects(cluster):
             for _ in range(10):  # a push may still land in a socket buffer
                 c.push({"w": g}, timeout=3).wait(timeout=3)
         assert isinstance(e.value, (fabps.Unavailable, fabps.TimedOut)), e
+        assert isinstance(e.value, fabps.PeerError), e
         assert time.monotonic() - start < 30
         ps.start(1)  # same port, back from the checkpoint written at init
         c.push({"w": g}, timeout=20).wait(timeout=20)

@@ -12,8 +12,10 @@ pserver must cost a step, not the trainer.
       /usr/bin/python3 -m pytest torch_optimizer_test.py
 """
 
+import gc
 import os
 import time
+import weakref
 
 import pytest
 import torch
@@ -74,7 +76,7 @@ def trainer(pservers, seed):
     model = TwoLayers(seed=seed)
     c = client(pservers)
     opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
-                                           model=model, timeout=20)
+                                           model=model, step_timeout=20)
     return model, c, opt
 
 
@@ -160,7 +162,7 @@ def test_a_dead_pserver_loses_steps_then_raises(pservers):
     model = TwoLayers(seed=11)
     c = client(pservers)
     opt = fabps.torch.DistributedOptimizer(
-        c, model.named_parameters(), model=model, timeout=1,
+        c, model.named_parameters(), model=model, step_timeout=1,
         max_lost_steps=1, retry_delay=0)
     opt.init_params()
     pservers.kill(1)
@@ -186,7 +188,7 @@ def test_a_step_waits_one_timeout_for_all_its_layers(pservers):
     model = torch.nn.Sequential(*[torch.nn.Linear(8, 8) for _ in range(4)])
     c = client(pservers)
     opt = fabps.torch.DistributedOptimizer(
-        c, model.named_parameters(), model=model, timeout=timeout,
+        c, model.named_parameters(), model=model, step_timeout=timeout,
         max_lost_steps=5, retry_delay=0)
     opt.init_params()
     opt.pull()  # registered with both pservers
@@ -209,7 +211,7 @@ def test_buckets_merge_layers_into_one_push(pservers):
     loss_of(reference, x, y).backward()
     c = client(pservers)
     opt = fabps.torch.DistributedOptimizer(
-        c, model.named_parameters(), model=model, timeout=20,
+        c, model.named_parameters(), model=model, step_timeout=20,
         bucket_bytes=1 << 20)
     opt.init_params()
     pushes = []
@@ -250,5 +252,244 @@ def test_parameters_and_gradients_stay_registered(pservers):
     assert later["entries"] == first["entries"], (first, later)
     # 4 gradients pushed and 4 parameters pulled per step.
     assert later["hits"] >= first["hits"] + 5 * 8, (first, later)
+    opt.close()
+    c.close()
+
+
+# ---- gradient accumulation ----------------------------------------------
+
+
+def accumulated_reference(seed, batches):
+    """{name: w - g} where g is the sum of the gradients of `batches`,
+    accumulated in param.grad by plain torch (sgd with lr 1: exact in
+    float32, as on the pservers)."""
+    reference = TwoLayers(seed=seed)
+    for x, y in batches:
+        loss_of(reference, x, y).backward()
+    return {n: (p - p.grad).detach() for n, p in reference.named_parameters()}
+
+
+def assert_params_equal(model, expected):
+    for n, p in model.named_parameters():
+        assert torch.equal(p.detach(), expected[n]), n
+
+
+def test_accumulation_inside_no_sync_is_one_step_of_the_summed_gradient(
+        pservers):
+    batches = [batch(60 + k) for k in range(4)]
+    expected = accumulated_reference(21, batches)
+    model = TwoLayers(seed=21)
+    c = client(pservers, lr=1.0)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, step_timeout=20)
+    assert opt.init_params() is True
+    pushes = []
+    opt.on_push = lambda names: pushes.append(sorted(names))
+    opt.zero_grad()
+    with opt.no_sync():
+        for x, y in batches[:-1]:
+            loss_of(model, x, y).backward()
+    assert pushes == []
+    loss_of(model, *batches[-1]).backward()  # pushes the sum, per layer
+    assert pushes == [["l2.bias", "l2.weight"], ["l1.bias", "l1.weight"]]
+    assert opt.step() is True
+    opt.synchronize()
+    assert_params_equal(model, expected)
+    opt.close()
+    c.close()
+
+
+def test_accumulation_without_overlap_push_pushes_in_step(pservers):
+    # overlap_push=False: the optimizer needs no word of the accumulation.
+    batches = [batch(70 + k) for k in range(4)]
+    expected = accumulated_reference(22, batches)
+    model = TwoLayers(seed=22)
+    c = client(pservers, lr=1.0)
+    opt = fabps.torch.DistributedOptimizer(
+        c, model.named_parameters(), model=model, step_timeout=20,
+        overlap_push=False)
+    assert opt.init_params() is True
+    pushes = []
+    opt.on_push = lambda names: pushes.append(sorted(names))
+    opt.zero_grad()
+    for x, y in batches:
+        loss_of(model, x, y).backward()
+    assert pushes == []
+    assert opt.step() is True
+    assert len(pushes) == 2
+    opt.synchronize()
+    assert_params_equal(model, expected)
+    opt.close()
+    c.close()
+
+
+def test_a_second_backward_after_the_push_is_refused(pservers):
+    first = batch(80)
+    expected = accumulated_reference(23, [first])
+    model = TwoLayers(seed=23)
+    c = client(pservers, lr=1.0)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, step_timeout=20)
+    assert opt.init_params() is True
+    opt.zero_grad()
+    loss_of(model, *first).backward()  # pushed by the hooks
+    grads = {n: p.grad.clone() for n, p in model.named_parameters()}
+    with pytest.raises(RuntimeError, match="no_sync"):
+        loss_of(model, *batch(81)).backward()
+    for n, p in model.named_parameters():  # the pushed buffers untouched
+        assert torch.equal(p.grad, grads[n]), n
+    assert opt.step() is True  # the first backward's update, once
+    opt.synchronize()
+    assert_params_equal(model, expected)
+    opt.close()
+    c.close()
+
+
+# ---- one optimizer per parameter ----------------------------------------
+
+
+def test_a_second_optimizer_on_the_same_parameters_is_refused(pservers):
+    model = TwoLayers(seed=24)
+    c = client(pservers)
+    first = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                             model=model)
+    with pytest.raises(RuntimeError) as e:
+        fabps.torch.DistributedOptimizer(c, model.named_parameters())
+    assert repr(first) in str(e.value)
+    assert "torch_optimizer_test.py" in repr(first)  # where it was made
+    first.close()
+    again = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                             model=model)
+    again.close()
+    c.close()
+
+
+def test_a_deleted_optimizer_stops_pushing(pservers):
+    x, y = batch(90)
+    expected = accumulated_reference(25, [(x, y)])
+    model = TwoLayers(seed=25)
+    c = client(pservers, lr=1.0)
+    old = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, step_timeout=20)
+    assert old.init_params() is True
+    gone = weakref.ref(old)
+    del old  # without close()
+    gc.collect()
+    assert gone() is None  # its hooks did not keep it alive
+    pushed = []
+    push = c.push
+    c.push = lambda named, **kw: (pushed.append(sorted(n for n, _ in named)),
+                                  push(named, **kw))[1]
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, step_timeout=20)
+    opt.zero_grad()
+    loss_of(model, x, y).backward()
+    assert opt.step() is True
+    assert pushed == [["l2.bias", "l2.weight"], ["l1.bias", "l1.weight"]]
+    opt.synchronize()
+    assert_params_equal(model, expected)  # w - g, not w - 2 g
+    opt.close()
+    c.close()
+
+
+# ---- dtypes ---------------------------------------------------------------
+
+
+def test_float64_parameters_train(pservers):
+    x, y = batch(100)
+    reference = TwoLayers(seed=26).double()
+    loss_of(reference, x.double(), y).backward()
+    expected = {n: (p - p.grad).detach()
+                for n, p in reference.named_parameters()}
+    model = TwoLayers(seed=26).double()
+    c = client(pservers, lr=1.0)
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, step_timeout=20)
+    assert opt.init_params() is True
+    opt.zero_grad()
+    loss_of(model, x.double(), y).backward()
+    assert opt.step() is True
+    opt.synchronize()
+    assert_params_equal(model, expected)
+    opt.close()
+    c.close()
+
+
+# The refusals below come before the optimizer uses its client: None.
+
+
+@pytest.mark.parametrize("dtype", [torch.bfloat16, torch.float16])
+def test_other_dtypes_are_refused_naming_the_parameter(dtype):
+    model = TwoLayers(seed=27).to(dtype)
+    with pytest.raises(TypeError) as e:
+        fabps.torch.DistributedOptimizer(None, model.named_parameters(),
+                                         model=model)
+    text = str(e.value)
+    assert "l1.weight" in text and str(dtype) in text, text
+    assert "torch.float32" in text and "torch.float64" in text, text
+
+
+class WithEmbedding(torch.nn.Module):
+    def __init__(self, bag):
+        super().__init__()
+        kind = torch.nn.EmbeddingBag if bag else torch.nn.Embedding
+        self.emb = kind(10, 4, sparse=True)
+        self.out = torch.nn.Linear(4, 2)
+
+
+@pytest.mark.parametrize("bag", [False, True], ids=["Embedding", "Bag"])
+def test_a_sparse_embedding_is_refused(bag):
+    model = WithEmbedding(bag)
+    with pytest.raises(TypeError, match="fabps.torch.Embedding") as e:
+        fabps.torch.DistributedOptimizer(None, model.named_parameters(),
+                                         model=model)
+    assert "emb.weight" in str(e.value)
+
+
+def test_a_sparse_gradient_is_refused_without_a_model():
+    emb = torch.nn.Embedding(10, 4, sparse=True)
+    opt = fabps.torch.DistributedOptimizer(None, emb.named_parameters())
+    with pytest.raises(TypeError, match="fabps.torch.EmbeddingBag"):
+        emb(torch.tensor([1, 2])).sum().backward()
+    assert not emb.weight.grad.any()  # refused before it was added
+    opt.close()
+    # A sparse gradient already there is refused at once.
+    emb.weight.grad = None  # the optimizer's dense buffer
+    emb(torch.tensor([1, 2])).sum().backward()
+    assert emb.weight.grad.is_sparse
+    with pytest.raises(TypeError, match="weight"):
+        fabps.torch.DistributedOptimizer(None, emb.named_parameters())
+
+
+# ---- a lost step costs seconds --------------------------------------------
+
+
+def test_a_killed_pserver_loses_a_step_then_its_restart_recovers(pservers):
+    model = TwoLayers(seed=28)
+    c = client(pservers)
+    # The default step_timeout: a lost step costs seconds.
+    opt = fabps.torch.DistributedOptimizer(c, model.named_parameters(),
+                                           model=model, retry_delay=0)
+    opt.init_params()
+    opt.zero_grad()
+    loss_of(model, *batch(110)).backward()
+    assert opt.step() is True
+    opt.synchronize()
+    pservers.kill(1)
+    start = time.monotonic()
+    opt.zero_grad()
+    loss_of(model, *batch(111)).backward()
+    assert opt.step() is False
+    assert time.monotonic() - start < 30  # a hang guard, not a speed test
+    pservers.start(1)  # same port, back from the checkpoint of the init
+    results = []
+    for step in range(5):
+        opt.zero_grad()
+        loss_of(model, *batch(112 + step)).backward()
+        results.append(opt.step())
+        if results[-1]:
+            break
+    assert results[-1] is True, results
+    opt.synchronize()
     opt.close()
     c.close()
