@@ -385,3 +385,39 @@ def test_trains_beside_the_distributed_optimizer(ps):
     assert opt.lost_steps == 0
     assert losses[-1] < losses[0] / 5, losses
     np.testing.assert_allclose(losses, ref_losses, rtol=1e-4)
+
+
+def test_embedding_bag_on_a_hashed_table_equals_torch(ps):
+    """A hashed table (fabps.HashedTable) behind EmbeddingBag: feature ids
+    anywhere in 2^64 (numpy uint64), rows created by the first push; the
+    forward equals torch.nn.EmbeddingBag over the rows the ids read, and the
+    rows after one backward equal one local torch SGD step."""
+    with client(ps) as c:
+        c.init_params({"emb": fabps.HashedTable(dim=DIM, init="uniform",
+                                                init_scale=0.5, seed=11)})
+        bag = fabps.torch.EmbeddingBag(c, "emb", DIM, mode="sum")
+        ids = np.array([2**63 + 7, 5, 2**40 + 3, 5, 18446744073709551615,
+                        2**40 + 3], np.uint64)
+        offsets = torch.tensor([0, 2, 4])
+        unique, inverse = np.unique(ids, return_inverse=True)
+        start = torch.empty(unique.size, DIM)
+        c.get_rows("emb", unique, start.numpy())
+        ref = torch.nn.EmbeddingBag(unique.size, DIM, mode="sum")
+        with torch.no_grad():
+            ref.weight.copy_(start)
+        local = torch.from_numpy(inverse.astype(np.int64))
+        weights = torch.arange(1.0, 7.0)
+        out = bag(ids, offsets, per_sample_weights=weights)
+        want = ref(local, offsets, per_sample_weights=weights)
+        exact(out, want)
+        target = torch.linspace(-1, 1, 3 * DIM).reshape(3, DIM)
+        ((out - target) ** 2).sum().backward()
+        bag.wait()
+        ((want - target) ** 2).sum().backward()
+        with torch.no_grad():
+            ref.weight -= LR * ref.weight.grad
+        after = torch.empty(unique.size, DIM)
+        c.get_rows("emb", unique, after.numpy())
+        torch.testing.assert_close(after, ref.weight.detach(), rtol=1e-6,
+                                   atol=1e-6)
+        assert sum(t["rows"] for t in c.table_stats()) == unique.size
