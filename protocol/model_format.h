@@ -13,7 +13,8 @@
 //
 // A hashed table (protocol/hashed_table.h) is two tensors: "<name>.ids",
 // U64 [rows], ascending, and "<name>.values", [rows, row shape...], row i
-// being id i's; its state tensors are "<name>.values/<rule>.<slot>".
+// being id i's; its state tensors are "<name>.values/<rule>.<slot>". A
+// delta for serving (fabps-export --since) adds "<name>.evicted", U64.
 //
 // Thread safety: pure functions.
 #ifndef FABPS_PROTOCOL_MODEL_FORMAT_H_
@@ -32,6 +33,7 @@ namespace fabps::protocol {
 
 constexpr const char* kHashedIdsSuffix = ".ids";
 constexpr const char* kHashedValuesSuffix = ".values";
+constexpr const char* kHashedEvictedSuffix = ".evicted";  // deltas only
 
 // "F32", "F64", "I32", "I64".
 const char* SafetensorsDType(DType dtype);

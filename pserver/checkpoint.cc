@@ -127,6 +127,9 @@ Status WriteFile(const Shard& shard, int fd, const std::string& name,
       if (hashed) {
         w.Raw(v.ids, v.rows * 8);
         w.Raw(v.updated_ms, v.rows * 8);
+        w.U64(v.evicted);
+        w.Raw(v.evicted_ids, v.evicted * 8);
+        w.Raw(v.evicted_ms, v.evicted * 8);
       }
       w.Raw(v.values, v.value_bytes);
       for (int k = 0; k < slots; ++k) w.Raw(v.state[k], v.state_bytes);
@@ -252,15 +255,33 @@ Status ReadRecords(const std::string& path,
     }
     const size_t value_bytes =
         (hashed ? rows * info.row_elements : info.num_elements) * esize;
-    const size_t len = rows * 16 + value_bytes * (1 + slots);
+    // A hashed bucket: ids, update times and the tombstone count first; the
+    // count bounds the tombstones that follow by the file.
+    size_t head = 0;
+    uint64_t evicted = 0;
+    if (hashed) {
+      head = rows * 16 + 8;
+      if (head > left) return corrupt("truncated: " + where);
+      payload.resize(head);
+      what = where + " ids";
+      FABPS_RETURN_IF_ERROR(f.ReadExactly(payload.data(), head, what.c_str()));
+      std::memcpy(&evicted, payload.data() + rows * 16, 8);
+      if (evicted > (left - head) / 16) {
+        return corrupt(where + ": " + std::to_string(evicted) +
+                       " evicted ids, more than the file holds");
+      }
+      head += evicted * 16;
+    }
+    const size_t len = head + value_bytes * (1 + slots);
     if (len > left) {
       return corrupt("truncated: " + where + " needs " + std::to_string(len) +
-                     " bytes, the file has " +
-                     std::to_string(f.size() - f.position()) + " left");
+                     " bytes, the file has " + std::to_string(left) + " left");
     }
+    const size_t already = hashed ? rows * 16 + 8 : 0;  // read above
     payload.resize(len);
     what = where + " data";
-    FABPS_RETURN_IF_ERROR(f.ReadExactly(payload.data(), len, what.c_str()));
+    FABPS_RETURN_IF_ERROR(
+        f.ReadExactly(payload.data() + already, len - already, what.c_str()));
     char crc_bytes[4];
     what = where + " CRC";
     FABPS_RETURN_IF_ERROR(f.ReadExactly(crc_bytes, 4, what.c_str()));
@@ -283,7 +304,11 @@ Status ReadRecords(const std::string& path,
         v.rows = rows;
         v.ids = reinterpret_cast<const uint64_t*>(p);
         v.updated_ms = reinterpret_cast<const int64_t*>(p + rows * 8);
-        p += rows * 16;
+        v.evicted = evicted;
+        v.evicted_ids = reinterpret_cast<const uint64_t*>(p + rows * 16 + 8);
+        v.evicted_ms =
+            reinterpret_cast<const int64_t*>(p + rows * 16 + 8 + evicted * 8);
+        p += head;
       }
       v.info = &info;
       v.dtype = want_dtype;
@@ -352,7 +377,8 @@ Status Scan(const std::string& path, Shard* shard, bool restore) {
     if (!restore) return Status::OK();
     if (IsHashedBlock(*v.info)) {
       return shard->RestoreHashed(id, v.rows, v.ids, v.updated_ms, v.values,
-                                  v.state[0], v.state[1], v.update_count);
+                                  v.state[0], v.state[1], v.update_count,
+                                  v.evicted, v.evicted_ids, v.evicted_ms);
     }
     return shard->RestoreBlock(id, v.values, v.state[0], v.state[1],
                                v.update_count);

@@ -17,8 +17,10 @@
 //           u32 state slots, u64 elements, u64 update count, the values,
 //           then each state array, u32 CRC32C of the record before it.
 //           A hashed table's bucket: elements is rows * R for the rows it
-//           holds, and u64 ids[rows] and i64 update times (unix ms)[rows]
-//           come before the values (row i of each array is id i's)
+//           holds, and u64 ids[rows], i64 update times (unix ms)[rows],
+//           u64 tombstones, u64 evicted ids[tombstones] and i64 eviction
+//           times[tombstones] come before the values (row i of each array
+//           is id i's)
 //   footer  "FABPSEND", u32 block count, u64 file length, u32 CRC32C of the
 //           footer bytes before it
 // Every byte is covered by a CRC or checked against the layout, so a flipped

@@ -34,7 +34,13 @@ Result<Layout> VerifiedLayout(const std::string& path) {
 // Copies the blocks of a verified file into `model`.
 Status Gather(const std::string& path, CheckpointedModel* model) {
   const Layout& layout = model->layout;
-  return ReadCheckpoint(path, nullptr, [&](const BlockView& v) -> Status {
+  auto header = [&](const CheckpointHeader& h) {
+    const int64_t ms = static_cast<int64_t>(h.unix_ms);
+    if (model->reached_ms == 0 || ms < model->reached_ms)
+      model->reached_ms = ms;
+    return Status::OK();
+  };
+  return ReadCheckpoint(path, header, [&](const BlockView& v) -> Status {
     CheckpointedParam& p = model->params[v.info->param];
     const int slots = StateSlots(v.rule);
     model->update_counts[v.info->id] = v.update_count;
@@ -49,6 +55,10 @@ Status Gather(const std::string& path, CheckpointedModel* model) {
       p.ids.insert(p.ids.end(), v.ids, v.ids + v.rows);
       p.updated_ms.insert(p.updated_ms.end(), v.updated_ms,
                           v.updated_ms + v.rows);
+      p.evicted_ids.insert(p.evicted_ids.end(), v.evicted_ids,
+                           v.evicted_ids + v.evicted);
+      p.evicted_ms.insert(p.evicted_ms.end(), v.evicted_ms,
+                          v.evicted_ms + v.evicted);
       p.values.append(static_cast<const char*>(v.values), v.value_bytes);
       for (int k = 0; k < slots; ++k)
         p.state[k].append(static_cast<const char*>(v.state[k]), v.state_bytes);
@@ -102,6 +112,44 @@ void SortRows(const ParamSpec& spec, CheckpointedParam* p) {
   }
   p->ids.swap(ids);
   p->updated_ms.swap(ms);
+  // Tombstones by id, then time.
+  std::vector<std::pair<uint64_t, int64_t>> gone;
+  for (size_t i = 0; i < p->evicted_ids.size(); ++i)
+    gone.emplace_back(p->evicted_ids[i], p->evicted_ms[i]);
+  std::sort(gone.begin(), gone.end());
+  for (size_t i = 0; i < gone.size(); ++i) {
+    p->evicted_ids[i] = gone[i].first;
+    p->evicted_ms[i] = gone[i].second;
+  }
+}
+
+// The rows of `p` updated at or after `since` (all rows without one), and
+// the distinct ids evicted at or after it.
+struct Selected {
+  std::vector<uint64_t> ids;
+  std::string values, state[2];
+  std::vector<uint64_t> evicted;
+};
+Selected Select(const ParamSpec& spec, const CheckpointedParam& p,
+                std::optional<int64_t> since) {
+  Selected out;
+  const size_t row_bytes = RowElements(spec) * DTypeSize(spec.dtype);
+  const int slots = StateSlots(p.rule);
+  for (size_t i = 0; i < p.ids.size(); ++i) {
+    if (since && p.updated_ms[i] < *since) continue;
+    out.ids.push_back(p.ids[i]);
+    out.values.append(p.values, i * row_bytes, row_bytes);
+    for (int k = 0; k < slots; ++k)
+      out.state[k].append(p.state[k], i * row_bytes, row_bytes);
+  }
+  if (since) {
+    for (size_t i = 0; i < p.evicted_ids.size(); ++i) {
+      if (p.evicted_ms[i] < *since) continue;
+      if (out.evicted.empty() || out.evicted.back() != p.evicted_ids[i])
+        out.evicted.push_back(p.evicted_ids[i]);
+    }
+  }
+  return out;
 }
 
 // `dir` and its "ps-<i>" subdirectories (where fabps-pserver --store keeps
@@ -202,35 +250,54 @@ Result<CheckpointedModel> ReadNewestCheckpoints(
 Status WriteCheckpointedModel(const CheckpointedModel& model,
                               const std::string& path,
                               const std::string& state_path,
-                              const std::string& source) {
+                              const std::string& source,
+                              std::optional<int64_t> since_ms) {
   std::vector<st::TensorToWrite> tensors, state;
+  std::vector<Selected> selected(model.params.size());  // outlives tensors
   for (size_t i = 0; i < model.params.size(); ++i) {
     const ParamSpec& spec = model.layout.params()[i];
     const CheckpointedParam& p = model.params[i];
     const char* dtype = protocol::SafetensorsDType(spec.dtype);
     std::string name = spec.name;
     std::vector<uint64_t> shape = spec.shape;
+    const void* values = p.values.data();
+    size_t value_bytes = p.values.size();
+    const std::string* states = p.state;
     if (IsHashed(spec)) {
+      Selected& s = selected[i];
+      s = Select(spec, p, since_ms);
       tensors.push_back({spec.name + protocol::kHashedIdsSuffix,
                          "U64",
-                         {p.ids.size()},
-                         p.ids.data(),
-                         p.ids.size() * 8});
+                         {s.ids.size()},
+                         s.ids.data(),
+                         s.ids.size() * 8});
+      if (since_ms) {
+        tensors.push_back({spec.name + protocol::kHashedEvictedSuffix,
+                           "U64",
+                           {s.evicted.size()},
+                           s.evicted.data(),
+                           s.evicted.size() * 8});
+      }
       name += protocol::kHashedValuesSuffix;
-      shape.insert(shape.begin(), p.ids.size());
+      shape.insert(shape.begin(), s.ids.size());
+      values = s.values.data();
+      value_bytes = s.values.size();
+      states = s.state;
     }
-    tensors.push_back({name, dtype, shape, p.values.data(), p.values.size()});
+    tensors.push_back({name, dtype, shape, values, value_bytes});
     const std::vector<std::string> slots =
         protocol::StateTensorSuffixes(p.rule);
     for (size_t k = 0; k < slots.size(); ++k) {
-      state.push_back({name + "/" + slots[k], dtype, shape, p.state[k].data(),
-                       p.state[k].size()});
+      state.push_back({name + "/" + slots[k], dtype, shape, states[k].data(),
+                       states[k].size()});
     }
   }
-  FABPS_RETURN_IF_ERROR(
-      st::WriteFile(path, tensors, protocol::ModelMetadata(source)));
+  st::Metadata meta = protocol::ModelMetadata(source);
+  meta["fabps.reached_ms"] = std::to_string(model.reached_ms);
+  if (since_ms) meta["fabps.since_ms"] = std::to_string(*since_ms);
+  FABPS_RETURN_IF_ERROR(st::WriteFile(path, tensors, meta));
   if (state_path.empty()) return Status::OK();
-  return st::WriteFile(state_path, state, protocol::ModelMetadata(source));
+  return st::WriteFile(state_path, state, meta);
 }
 
 }  // namespace fabps::pserver

@@ -13,6 +13,7 @@
 #define FABPS_PSERVER_CHECKPOINTED_MODEL_H_
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -31,6 +32,9 @@ struct CheckpointedParam {
   std::string state[2];  // StateSlots(rule) arrays, each values.size() bytes
   std::vector<uint64_t> ids;        // hashed tables only
   std::vector<int64_t> updated_ms;  // hashed tables only
+  // Hashed tables: ids evicted (tombstones, ascending) and when.
+  std::vector<uint64_t> evicted_ids;
+  std::vector<int64_t> evicted_ms;
 };
 
 struct CheckpointedModel {
@@ -38,6 +42,9 @@ struct CheckpointedModel {
   std::vector<CheckpointedParam> params;  // by index in layout.params()
   std::vector<uint64_t> update_counts;    // by global block id
   std::vector<std::string> files;         // the file read for shard i
+  // The oldest of the files' write times (unix ms): every row updated
+  // before it, and every id evicted before it, is in the model.
+  int64_t reached_ms = 0;
 };
 
 // Lists the checkpoint files ("shard-<i>-<seq>.ckpt") in `dirs` and their
@@ -57,10 +64,18 @@ Result<CheckpointedModel> ReadNewestCheckpoints(
 // U64 [rows] ascending and "<name>.values" [rows, row shape...]) and, when
 // `state_path` is not empty, their optimizer state to `state_path` (a parameter
 // trained by plain SGD has none). `source` goes into the metadata.
+//
+// With `since_ms`, a delta for serving instead: hashed tables hold only the
+// rows updated at or after since_ms, and "<name>.evicted" (U64, ascending)
+// the ids evicted at or after it; dense parameters are whole. Applying a
+// delta to the model it follows (drop the evicted ids, then put the rows)
+// gives the model of its "fabps.reached_ms". Metadata: "fabps.reached_ms"
+// always, "fabps.since_ms" in a delta (docs/formats/safetensors.md).
 Status WriteCheckpointedModel(const CheckpointedModel& model,
                               const std::string& path,
                               const std::string& state_path,
-                              const std::string& source);
+                              const std::string& source,
+                              std::optional<int64_t> since_ms = std::nullopt);
 
 }  // namespace fabps::pserver
 

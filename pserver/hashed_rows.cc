@@ -59,6 +59,17 @@ void HashedRows::Remove(size_t row) {
   for (int k = 0; k < slots_; ++k) state_[k].resize(last * row_bytes_);
 }
 
+void HashedRows::PruneTombstones(int64_t before_ms) {
+  size_t keep = 0;
+  for (size_t i = 0; i < tombstone_ids_.size(); ++i) {
+    if (tombstone_ms_[i] < before_ms) continue;
+    tombstone_ids_[keep] = tombstone_ids_[i];
+    tombstone_ms_[keep++] = tombstone_ms_[i];
+  }
+  tombstone_ids_.resize(keep);
+  tombstone_ms_.resize(keep);
+}
+
 void HashedRows::Clear() {
   index_.clear();
   ids_.clear();
@@ -66,6 +77,8 @@ void HashedRows::Clear() {
   versions_.clear();
   values_.clear();
   for (int k = 0; k < slots_; ++k) state_[k].clear();
+  tombstone_ids_.clear();
+  tombstone_ms_.clear();
 }
 
 }  // namespace fabps::pserver

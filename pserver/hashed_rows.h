@@ -10,6 +10,9 @@
 // arrays grow by a quarter, not by doubling. BytesPerRow says the total
 // the budget counts.
 //
+// Evicted ids are remembered with the time they went (tombstones), for
+// delta exports (a serving copy must drop them), until PruneTombstones.
+//
 // Thread safety: none; the shard holds the bucket's lock around every call.
 #ifndef FABPS_PSERVER_HASHED_ROWS_H_
 #define FABPS_PSERVER_HASHED_ROWS_H_
@@ -45,6 +48,21 @@ class HashedRows {
   size_t Insert(uint64_t id, const void* values, const void* state_fill);
   // Removes row `row`; the last row takes its place.
   void Remove(size_t row);
+  // Removes row `row` and remembers its id as evicted at `now_ms`.
+  void Evict(size_t row, int64_t now_ms) {
+    tombstone_ids_.push_back(ids_[row]);
+    tombstone_ms_.push_back(now_ms);
+    Remove(row);
+  }
+  // Forgets tombstones older than `before_ms`.
+  void PruneTombstones(int64_t before_ms);
+  void SetTombstones(std::vector<uint64_t> ids, std::vector<int64_t> ms) {
+    tombstone_ids_ = std::move(ids);
+    tombstone_ms_ = std::move(ms);
+  }
+  size_t tombstones() const { return tombstone_ids_.size(); }
+  const uint64_t* tombstone_ids() const { return tombstone_ids_.data(); }
+  const int64_t* tombstone_ms() const { return tombstone_ms_.data(); }
   void Clear();
   void Reserve(size_t rows);
 
@@ -72,6 +90,8 @@ class HashedRows {
   std::vector<uint64_t> versions_;
   std::vector<char> values_;
   std::vector<char> state_[2];
+  std::vector<uint64_t> tombstone_ids_;
+  std::vector<int64_t> tombstone_ms_;
 };
 
 }  // namespace fabps::pserver

@@ -31,9 +31,16 @@ Status RestoreBucket(const CheckpointedParam& p, const BlockInfo& b,
     for (int k = 0; k < slots; ++k)
       state[k].append(p.state[k], i * row_bytes, row_bytes);
   }
-  return shard->RestoreHashed(b.id, ids.size(), ids.data(), ms.data(),
-                              values.data(), state[0].data(), state[1].data(),
-                              update_count);
+  std::vector<uint64_t> gone;
+  std::vector<int64_t> gone_ms;
+  for (size_t i = 0; i < p.evicted_ids.size(); ++i) {
+    if (BucketOfId(p.evicted_ids[i], b.buckets) != b.index_in_param) continue;
+    gone.push_back(p.evicted_ids[i]);
+    gone_ms.push_back(p.evicted_ms[i]);
+  }
+  return shard->RestoreHashed(
+      b.id, ids.size(), ids.data(), ms.data(), values.data(), state[0].data(),
+      state[1].data(), update_count, gone.size(), gone.data(), gone_ms.data());
 }
 
 // A shard of `layout` holding index `index`'s blocks, restored from `model`.

@@ -365,6 +365,9 @@ Status Shard::ReadBlockLocked(
     v.ids = h.ids();
     v.updated_ms = h.updated_ms();
     v.versions = h.versions();
+    v.evicted = h.tombstones();
+    v.evicted_ids = h.tombstone_ids();
+    v.evicted_ms = h.tombstone_ms();
     v.values = h.values_data();
     v.value_bytes = h.size() * b->table->row_bytes;
     for (int k = 0; k < b->slots; ++k) v.state[k] = h.state_data(k);

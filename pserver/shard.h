@@ -108,6 +108,8 @@ struct ShardOptions {
   // Counters per row of a hashed table's admission sketch (when admission
   // counts: admit_after > 1).
   uint64_t sketch_width = uint64_t{1} << 20;
+  // How long a hashed table remembers an evicted id (for delta exports).
+  uint64_t tombstone_retention_ms = uint64_t{24} * 3600 * 1000;
   ApplyMode mode = ApplyMode::kAsync;
   uint32_t num_trainers = 1;  // kSync: gradients summed per step, >= 1
   // kSync: a gradient for a step beyond the block's step + this is refused
@@ -163,6 +165,10 @@ struct BlockView {
   const uint64_t* ids = nullptr;
   const int64_t* updated_ms = nullptr;
   const uint64_t* versions = nullptr;
+  // Its tombstones: ids evicted, and when (unix ms).
+  uint64_t evicted = 0;
+  const uint64_t* evicted_ids = nullptr;
+  const int64_t* evicted_ms = nullptr;
 };
 
 // A hashed table on one pserver.
@@ -228,13 +234,18 @@ class Shard {
                       void* out) const;
   // Replaces the bucket's rows (the checkpoint loader's entry point):
   // `rows` rows of ids, update times, values and state arrays; ids must be
-  // distinct and of the bucket.
+  // distinct and of the bucket; and its `evicted` tombstones (ids evicted
+  // and when, for delta exports).
   Status RestoreHashed(uint32_t block, uint64_t rows, const uint64_t* ids,
                        const int64_t* updated_ms, const void* values,
                        const void* state0, const void* state1,
-                       uint64_t update_count);
+                       uint64_t update_count, uint64_t evicted = 0,
+                       const uint64_t* evicted_ids = nullptr,
+                       const int64_t* evicted_ms = nullptr);
   // Drops rows older than each table's TTL, then, while a table is over
-  // its budget, its least recently updated rows. Buckets are swept one at a
+  // its budget, its least recently updated rows; each evicted id is
+  // remembered with `now_unix_ms` (a tombstone, shown by ReadBlockLocked)
+  // for tombstone_retention_ms. Buckets are swept one at a
   // time under their lock: pushes and reads of other buckets go on.
   // Returns the rows dropped.
   uint64_t EvictHashed(int64_t now_unix_ms);
@@ -297,7 +308,7 @@ class Shard {
   Status ApplyHashedLocked(Block* b, const GradientRef& g);
   // Drops rows of `b` (locked inside) with updated_ms < cutoff; at most
   // `limit` of them. Returns how many.
-  uint64_t EvictOlder(Block* b, int64_t cutoff, uint64_t limit);
+  uint64_t EvictOlder(Block* b, int64_t cutoff, uint64_t limit, int64_t now_ms);
   template <typename T>
   Status AccumulateLocked(Block* b, const GradientRef& g);
   template <typename T>

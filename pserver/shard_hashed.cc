@@ -123,7 +123,9 @@ Status Shard::GatherHashed(uint32_t block, const uint64_t* ids, uint64_t count,
 Status Shard::RestoreHashed(uint32_t block, uint64_t n, const uint64_t* ids,
                             const int64_t* updated_ms, const void* values,
                             const void* state0, const void* state1,
-                            uint64_t update_count) {
+                            uint64_t update_count, uint64_t evicted,
+                            const uint64_t* evicted_ids,
+                            const int64_t* evicted_ms) {
   FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
   Block* b = const_cast<Block*>(cb);
   if (!b->hashed) {
@@ -159,19 +161,22 @@ Status Shard::RestoreHashed(uint32_t block, uint64_t n, const uint64_t* ids,
     }
     fresh.Touch(row, updated_ms[i], ++row_version_);
   }
+  fresh.SetTombstones(std::vector<uint64_t>(evicted_ids, evicted_ids + evicted),
+                      std::vector<int64_t>(evicted_ms, evicted_ms + evicted));
   std::lock_guard<std::mutex> lock(b->mu);
   *b->hashed = std::move(fresh);
   b->update_count = update_count;
   return Status::OK();
 }
 
-uint64_t Shard::EvictOlder(Block* b, int64_t cutoff, uint64_t limit) {
+uint64_t Shard::EvictOlder(Block* b, int64_t cutoff, uint64_t limit,
+                           int64_t now_ms) {
   std::lock_guard<std::mutex> lock(b->mu);
   HashedRows& rows = *b->hashed;
   uint64_t n = 0;
   for (size_t i = 0; i < rows.size() && n < limit;) {
     if (rows.updated_ms()[i] < cutoff) {
-      rows.Remove(i);  // the last row moves to i: look at i again
+      rows.Evict(i, now_ms);  // the last row moves to i: look at i again
       n++;
     } else {
       i++;
@@ -186,11 +191,16 @@ uint64_t Shard::EvictHashed(int64_t now_ms) {
     if (!tp) continue;
     Table& t = *tp;
     const TableConfig& c = t.config;
+    for (Block* b : t.buckets) {
+      std::lock_guard<std::mutex> lock(b->mu);
+      b->hashed->PruneTombstones(
+          now_ms - static_cast<int64_t>(options_.tombstone_retention_ms));
+    }
     if (c.ttl_seconds > 0) {
       const int64_t ttl_ms = static_cast<int64_t>(c.ttl_seconds) * 1000;
       uint64_t n = 0;
       for (Block* b : t.buckets)
-        n += EvictOlder(b, now_ms - ttl_ms, UINT64_MAX);
+        n += EvictOlder(b, now_ms - ttl_ms, UINT64_MAX, now_ms);
       t.evicted_ttl += n;
       total += n;
       // Admission counts age with the TTL: an id seen long ago starts over.
@@ -219,10 +229,10 @@ uint64_t Shard::EvictHashed(int64_t now_ms) {
     const int64_t cut = stamps[excess - 1];
     // Strictly older first, then rows of exactly the cut's time.
     uint64_t n = 0;
-    for (Block* b : t.buckets) n += EvictOlder(b, cut, excess - n);
+    for (Block* b : t.buckets) n += EvictOlder(b, cut, excess - n, now_ms);
     for (Block* b : t.buckets) {
       if (n >= excess) break;
-      n += EvictOlder(b, cut + 1, excess - n);
+      n += EvictOlder(b, cut + 1, excess - n, now_ms);
     }
     t.evicted_budget += n;
     total += n;

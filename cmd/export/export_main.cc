@@ -11,6 +11,7 @@
 // Exit status: 0 written, 1 the export failed (said on stderr), 2 bad flags.
 #include <CLI/CLI.hpp>
 #include <cstdio>
+#include <optional>
 
 #include "base/cli.h"
 #include "base/deadline.h"
@@ -34,6 +35,7 @@ int main(int argc, char** argv) {
   std::string output, state_output, store_spec, job = "default";
   std::string provider = "auto", interface;
   int timeout_ms = 60'000;
+  std::optional<int64_t> since_ms;
   CLI::App app("fabps export: a job's model as one safetensors file",
                "fabps-export");
   auto* offline = app.add_option(
@@ -55,6 +57,11 @@ int main(int argc, char** argv) {
   app.add_option("--with-optimizer-state", state_output,
                  "also write the optimizer state into this file, only with "
                  "--checkpoints (default: none, left out)")
+      ->needs(offline);
+  app.add_option("--since", since_ms,
+                 "a delta for serving, only with --checkpoints: hashed "
+                 "tables' rows updated and ids evicted at or after this unix "
+                 "time in ms (the fabps.reached_ms of the export it follows)")
       ->needs(offline);
   app.add_option("--provider", provider,
                  "fabric provider for pulling from a running job");
@@ -82,10 +89,11 @@ int main(int argc, char** argv) {
     std::string source = "checkpoints";
     for (const std::string& f : model->files) source += " " + f;
     fabps::Status s = fabps::pserver::WriteCheckpointedModel(
-        *model, output, state_output, source);
+        *model, output, state_output, source, since_ms);
     if (!s.ok()) return Fail("writing " + output, s);
-    std::printf("wrote %s: %zu tensors from %zu shards\n", output.c_str(),
-                model->layout.params().size(), model->files.size());
+    std::printf("wrote %s: %zu parameters from %zu shards, reached %lld ms\n",
+                output.c_str(), model->layout.params().size(),
+                model->files.size(), static_cast<long long>(model->reached_ms));
     return 0;
   }
 

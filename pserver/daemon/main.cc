@@ -73,6 +73,7 @@ struct Flags {
   std::string checkpoint_dir;
   int save_period = 60;
   int evict_period_ms = 1000;
+  uint64_t evicted_retention_s = 86400;
   uint32_t keep = 3;
   uint32_t slots = 8;
   uint32_t max_trainers = 256;
@@ -228,6 +229,7 @@ int Serve(Flags f, const std::string& token) {
   so.keep_checkpoints = f.keep;
   so.apply_threads = f.apply_threads;
   so.inline_apply_bytes = f.inline_apply_kb * 1024;
+  so.tombstone_retention_ms = f.evicted_retention_s * 1000;
   so.store_elects_initializer = !f.store.empty();
   so.init_grant_timeout_ms = f.init_grant_timeout_ms;
   so.mode = f.mode == "sync" ? fabps::pserver::ApplyMode::kSync
@@ -378,6 +380,9 @@ int main(int argc, char** argv) {
                  "how often hashed tables drop rows past their TTL or "
                  "budget (0: never)")
       ->check(CLI::NonNegativeNumber);
+  app.add_option("--evicted-retention-s", f.evicted_retention_s,
+                 "how long hashed tables remember evicted ids, for delta "
+                 "exports (fabps-export --since)");
   app.add_option("--save-period", f.save_period,
                  "seconds between checkpoints (0: only at exit)")
       ->check(CLI::Range(0, 86400 * 7));

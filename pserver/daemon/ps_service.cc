@@ -92,6 +92,7 @@ Status PServerService::BuildShard(const ps::InitConfig& config,
   so.tables = spec.tables;
   so.num_threads = options_.apply_threads;
   so.inline_apply_bytes = options_.inline_apply_bytes;
+  so.tombstone_retention_ms = options_.tombstone_retention_ms;
   so.mode = options_.mode;
   so.num_trainers = options_.num_trainers;
   if (so.mode == ApplyMode::kSync) {

@@ -46,6 +46,8 @@ struct ServiceOptions {
   // ShardOptions::inline_apply_bytes: async pushes of blocks this small are
   // applied on the progress thread that received them.
   uint64_t inline_apply_bytes = 0;
+  // ShardOptions::tombstone_retention_ms.
+  uint64_t tombstone_retention_ms = uint64_t{24} * 3600 * 1000;
   int64_t init_grant_timeout_ms = 30000;
   // True with a coordination store: the store elects the initializer and
   // no pserver's grant is exclusive.

@@ -46,6 +46,37 @@ def uniform_row(seed, scale, id_):
     return np.array([(2 * u - 1) * scale for u in unit], np.float32)
 
 
+# --- model files ------------------------------------------------------------
+
+ST_TYPES = {"F32": np.float32, "U64": np.uint64}
+
+
+def read_safetensors(path):
+    """name -> array, and the metadata, straight from the bytes."""
+    with open(path, "rb") as f:
+        data = f.read()
+    (n,) = struct.unpack("<Q", data[:8])
+    header = json.loads(data[8:8 + n])
+    meta = header.pop("__metadata__", {})
+    body = data[8 + n:]
+    out = {}
+    for name, t in header.items():
+        begin, end = t["data_offsets"]
+        out[name] = np.frombuffer(body[begin:end], ST_TYPES[t["dtype"]]) \
+            .reshape(t["shape"])
+    return out, meta
+
+
+def export(out, *args):
+    """fabps-export --checkpoints ARGS... -o OUT."""
+    r = subprocess.run([built_binary("cmd/export/fabps-export"),
+                        "--checkpoints"] + [str(a) for a in args] +
+                       ["-o", str(out)], capture_output=True, text=True,
+                       timeout=120)
+    assert r.returncode == 0, r.stderr
+    return read_safetensors(out)
+
+
 # --- fixtures ---------------------------------------------------------------
 
 def procs(request, tmp_path, n=2, extra=()):
@@ -204,26 +235,11 @@ def test_recovery_and_export_bit_exact(request, tmp_path):
         c.send_rows("emb", ids, g).wait()
         after = pull(c, ids)
     out = tmp_path / "model.safetensors"
-    r = subprocess.run([built_binary("cmd/export/fabps-export"),
-                        "--checkpoints", str(tmp_path / "ckpt-0"),
-                        str(tmp_path / "ckpt-1"), "-o", str(out),
-                        "--with-optimizer-state", str(tmp_path / "st")],
-                       capture_output=True, text=True, timeout=120)
-    assert r.returncode == 0, r.stderr
-    with open(out, "rb") as f:
-        data = f.read()
-    (n,) = struct.unpack("<Q", data[:8])
-    header = json.loads(data[8:8 + n])
-    body = data[8 + n:]
-
-    def tensor(name, dtype):
-        t = header[name]
-        begin, end = t["data_offsets"]
-        return np.frombuffer(body[begin:end], dtype).reshape(t["shape"])
-
-    assert header["emb.ids"]["dtype"] == "U64"
-    got_ids = tensor("emb.ids", np.uint64)
-    values = tensor("emb.values", np.float32)
+    export(out, tmp_path / "ckpt-0", tmp_path / "ckpt-1",
+           "--with-optimizer-state", tmp_path / "st")
+    tensors, meta = read_safetensors(out)
+    got_ids, values = tensors["emb.ids"], tensors["emb.values"]
+    assert got_ids.dtype == np.uint64 and int(meta["fabps.reached_ms"]) > 0
     assert list(got_ids) == sorted(set(ids.tolist()))
     # The checkpoints hold the state before the last push (saved at stop).
     index = {int(i): k for k, i in enumerate(got_ids)}
@@ -251,3 +267,44 @@ def test_bad_hashed_calls_are_refused(ps):
         fabps.HashedTable(dim=0)
     with pytest.raises(TypeError):
         fabps.HashedTable(dim=4, dtype="int32")
+
+
+def test_delta_chain_equals_the_next_full_export(request, tmp_path):
+    """fabps-export --since: a full export followed by deltas (rows updated
+    and ids evicted since the previous export's reached_ms) rebuilds every
+    later full export exactly."""
+    request.param = "tcp;ofi_rxm"
+    ps = procs(request, tmp_path)
+    table = fabps.HashedTable(dim=DIM, ttl_seconds=1, buckets=8,
+                              init="uniform", seed=1)
+    rounds = [np.arange(1, 31), np.arange(20, 51), np.arange(40, 61)]
+    with client(ps) as c:
+        c.init_params({"emb": table, "w": np.zeros(3, np.float32)})
+        serving, reached = None, None
+        for r, live in enumerate(rounds):
+            live = (live * 7919).astype(np.uint64)
+            g = np.full((live.size, DIM), 0.25, np.float32)
+            # Push the live ids until every other row has expired.
+            c.send_rows("emb", live, g).wait()
+            wait_for("the other rows to expire",
+                     lambda: (c.send_rows("emb", live, g).wait() or True) and
+                     stats(c)["rows"] == live.size)
+            c.save_model(str(tmp_path / f"e{r}"))
+            full, meta = export(tmp_path / f"full{r}.st", tmp_path / f"e{r}")
+            if serving is None:
+                serving = dict(zip(full["emb.ids"].tolist(),
+                                   full["emb.values"]))
+            else:
+                delta, dmeta = export(tmp_path / f"delta{r}.st",
+                                      tmp_path / f"e{r}", "--since", reached)
+                assert dmeta["fabps.since_ms"] == reached
+                assert delta["emb.evicted"].size > 0
+                for gone in delta["emb.evicted"].tolist():
+                    serving.pop(gone, None)
+                serving.update(zip(delta["emb.ids"].tolist(),
+                                   delta["emb.values"]))
+                np.testing.assert_array_equal(delta["w"], full["w"])
+            assert sorted(serving) == full["emb.ids"].tolist()
+            for k, i in enumerate(full["emb.ids"].tolist()):
+                np.testing.assert_array_equal(serving[i], full["emb.values"][k])
+            reached = meta["fabps.reached_ms"]
