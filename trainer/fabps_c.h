@@ -246,6 +246,32 @@ typedef struct fabps_update_rule {
 /* Sets *rule to the defaults above (NULL is ignored). */
 void fabps_update_rule_defaults(fabps_update_rule* rule);
 
+/* A hashed table's initial rows, admission and eviction (the contract is
+ * protocol/hashed_table.h). Rows of an id start as zeros, or uniform in
+ * [-init_scale, init_scale), or normal with deviation init_scale, drawn
+ * from (seed, id): the same on every pserver. An id gets a row at its
+ * admit_after-th push (1..255), then with admit_probability (0, 1]; a row
+ * not updated for ttl_seconds (0: never) is dropped, and past budget_bytes
+ * on a pserver (0: no budget) the least recently updated go first. Plain
+ * data (int, double, uint64_t, int, double, two uint64_t after padding). */
+typedef enum fabps_row_init {
+  FABPS_ROWS_ZEROS = 0,
+  FABPS_ROWS_UNIFORM = 1,
+  FABPS_ROWS_NORMAL = 2
+} fabps_row_init;
+typedef struct fabps_table_config {
+  fabps_row_init init;      /* default FABPS_ROWS_ZEROS */
+  double init_scale;        /* default 0.01 */
+  uint64_t seed;            /* default 0 */
+  uint32_t admit_after;     /* default 1 */
+  double admit_probability; /* default 1 */
+  uint64_t ttl_seconds;     /* default 0 */
+  uint64_t budget_bytes;    /* default 0 */
+} fabps_table_config;
+
+/* Sets *config to the defaults above (NULL is ignored). */
+void fabps_table_config_defaults(fabps_table_config* config);
+
 /* Options of a pserver client, LevelDB style: create, set, pass to
  * fabps_new_pserver_client_ex (which copies them), release. The options are
  * not shared between threads without a lock of the caller's. The setters
@@ -331,6 +357,18 @@ int fabps_begin_init_params(fabps_pserver_client* c);
 int fabps_init_param(fabps_pserver_client* c, const char* name,
                      fabps_element_type type, const uint64_t* shape, int rank,
                      const void* data, size_t bytes);
+
+/* Records a hashed table `name`: rows of `row_shape[0..rank)` (rank in
+ * [1, 8]) elements of `type` (float32 or float64), keyed by any 64-bit id,
+ * spread over `buckets` buckets (1..65536; 64 is a good default), with
+ * `config` (NULL: the defaults). It starts without rows. Its rows move by
+ * fabps_send_rows and fabps_get_rows with any ids (int64 bits read as
+ * uint64); a read of an id without a row gives its initial row, a push
+ * counts toward its admission. Same call order rules as fabps_init_param. */
+int fabps_init_table(fabps_pserver_client* c, const char* name,
+                     fabps_element_type type, const uint64_t* row_shape,
+                     int rank, uint32_t buckets,
+                     const fabps_table_config* config);
 
 /* Builds the layout of the recorded parameters, sends it, the update rules
  * and the values to the pservers, and ends initialization. When the

@@ -169,8 +169,8 @@ struct fabps_pserver_client {
         return Fail(FABPS_ERR_NOT_FOUND,
                     at + ": no parameter named '" + names[i] + "'");
       }
-      Status fits = fabps::protocol::CheckParamBuffer(
-          (*layout)->params()[*idx], bufs[i], bytes[i], at);
+      Status fits = fabps::protocol::CheckParamBuffer((*layout)->params()[*idx],
+                                                      bufs[i], bytes[i], at);
       if (!fits.ok()) return Fail(FABPS_ERR_ARGUMENT, fits.message());
       out->push_back({names[i], bufs[i], bytes[i]});
     }
@@ -284,7 +284,8 @@ int fabps_pserver_options_set_store(fabps_pserver_options* o,
 int fabps_pserver_options_set_block_elements(fabps_pserver_options* o,
                                              uint64_t block_elements) {
   return GuardedOptions(o, "fabps_pserver_options_set_block_elements", [&] {
-    if (block_elements == 0 || block_elements > fabps::protocol::kMaxParamElements) {
+    if (block_elements == 0 ||
+        block_elements > fabps::protocol::kMaxParamElements) {
       return ThreadFail(FABPS_ERR_ARGUMENT,
                         "fabps_pserver_options_set_block_elements: "
                         "block_elements must be in [1, 2^48]");
@@ -452,6 +453,61 @@ int fabps_init_param(fabps_pserver_client* c, const char* name,
     if (!valid.ok()) return c->Fail(FABPS_ERR_ARGUMENT, at + valid.message());
     Status s = c->client->InitParam(spec, data, bytes);
     if (!s.ok()) return c->Fail(s);
+    c->init_params++;
+    return c->Ok();
+  });
+}
+
+void fabps_table_config_defaults(fabps_table_config* config) {
+  if (config == nullptr) return;
+  const fabps::protocol::TableConfig d;
+  config->init = static_cast<fabps_row_init>(d.init);
+  config->init_scale = d.init_scale;
+  config->seed = d.seed;
+  config->admit_after = d.admit_after;
+  config->admit_probability = d.admit_probability;
+  config->ttl_seconds = d.ttl_seconds;
+  config->budget_bytes = d.budget_bytes;
+}
+
+int fabps_init_table(fabps_pserver_client* c, const char* name,
+                     fabps_element_type type, const uint64_t* row_shape,
+                     int rank, uint32_t buckets,
+                     const fabps_table_config* config) {
+  return Guarded(c, "fabps_init_table", [&] {
+    if (c->init_state != fabps_pserver_client::InitState::kInitializing) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     "fabps_init_table: only after fabps_begin_init_params "
+                     "returned 1 and before fabps_finish_init_params");
+    }
+    if (name == nullptr)
+      return c->Fail(FABPS_ERR_ARGUMENT, "fabps_init_table: NULL name");
+    std::string at = std::string("fabps_init_table '") + name + "': ";
+    int t = static_cast<int>(type);
+    if (t != FABPS_FLOAT32 && t != FABPS_FLOAT64) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     at + "a hashed table is float32 or float64");
+    }
+    if (rank < 1 || rank > static_cast<int>(fabps::protocol::kMaxRank) ||
+        row_shape == nullptr) {
+      return c->Fail(FABPS_ERR_ARGUMENT,
+                     at + "a row shape of rank 1..8 is needed");
+    }
+    fabps::protocol::ParamSpec spec = fabps::protocol::HashedSpec(
+        name, static_cast<DType>(t),
+        std::vector<uint64_t>(row_shape, row_shape + rank), buckets);
+    fabps::protocol::TableConfig tc;
+    if (config != nullptr) {
+      tc.init = static_cast<fabps::protocol::RowInit>(config->init);
+      tc.init_scale = config->init_scale;
+      tc.seed = config->seed;
+      tc.admit_after = config->admit_after;
+      tc.admit_probability = config->admit_probability;
+      tc.ttl_seconds = config->ttl_seconds;
+      tc.budget_bytes = config->budget_bytes;
+    }
+    Status s = c->client->InitTable(spec, tc);
+    if (!s.ok()) return c->Fail(FABPS_ERR_ARGUMENT, at + s.message());
     c->init_params++;
     return c->Ok();
   });

@@ -3,7 +3,8 @@
  * blocks, a float64 scalar) with integer values, pushes integer gradients
  * with SGD lr 1 (two pushes in flight at once, then one more), pulls and
  * checks the exact values from two clients, pushes and pulls rows of the
- * float32 parameter, checks error paths and saves the model.
+ * float32 parameter, checks error paths, pushes and pulls rows of a hashed
+ * table by 64-bit ids (admission at the second push) and saves the model.
  *
  * Usage: c_pserver_prog ADDRS PROVIDER INTERFACE SAVE_DIR
  *   ADDRS "host:port,host:port"; INTERFACE may be "" (provider's choice).
@@ -50,6 +51,8 @@ enum { kRows64 = 30, kCols64 = 70 }; /* 2100 elements: 3 blocks */
 #define N64 ((size_t)kRows64 * kCols64)
 
 static const char* kNames[kParams] = {"c.w32", "c.w64", "c.scalar"};
+static const char* kTable = "c.table"; /* hashed, rows of kTableDim */
+enum { kTableDim = 8 };
 
 static double InitValue(int p, size_t i) {
   return (double)((long)((i * 7 + (size_t)p * 3) % 100) - 50);
@@ -235,6 +238,23 @@ static void InitParams(fabps_pserver_client* c) {
                          sizeof(w64)));
   OK(c,
      fabps_init_param(c, kNames[2], FABPS_FLOAT64, NULL, 0, &s64, sizeof(s64)));
+  /* A hashed table of rows of kTableDim floats: refusals, then the table. */
+  uint64_t row[1] = {kTableDim};
+  fabps_table_config tc;
+  fabps_table_config_defaults(&tc);
+  if (tc.admit_after != 1 || tc.init != FABPS_ROWS_ZEROS)
+    FAIL("table defaults: admit_after %u", tc.admit_after);
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_init_table(c, "t", FABPS_FLOAT32, row, 0, 16, &tc));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_init_table(c, "t", FABPS_INT32, row, 1, 16, &tc));
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_init_table(c, "t", FABPS_FLOAT32, row, 1, 0, &tc));
+  tc.admit_after = 0;
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_init_table(c, "t", FABPS_FLOAT32, row, 1, 16, &tc));
+  tc.admit_after = 2;
+  OK(c, fabps_init_table(c, kTable, FABPS_FLOAT32, row, 1, 16, &tc));
   /* The values were copied. */
   memset(w32, 0, sizeof(w32));
   OK(c, fabps_finish_init_params(c));
@@ -362,6 +382,34 @@ static void CheckRows(fabps_pserver_client* c) {
 /* Pushes step `step` of every parameter; with `read_back`, as one
  * fabps_push_pull that also reads the new values into got32, got64 and
  * gots64. */
+/* The hashed table: ids anywhere in 64 bits; a row exists from an id's
+ * second push (admit_after 2), so the first push changes nothing. */
+static void CheckHashed(fabps_pserver_client* c) {
+  static float g[2 * kTableDim], got[2 * kTableDim];
+  const int64_t ids[2] = {-16 /* 2^64 - 16 */, 1234567890123LL};
+  for (size_t i = 0; i < 2 * (size_t)kTableDim; ++i) g[i] = 0.5f;
+  for (int push = 1; push <= 2; ++push) {
+    fabps_push* h = NULL;
+    OK(c, fabps_send_rows(c, kTable, ids, 2, g, sizeof(g), 30000, &h));
+    OK(c, fabps_wait(c, h, 30000));
+    fabps_pull* r = NULL;
+    OK(c, fabps_get_rows(c, kTable, ids, 2, got, sizeof(got), 30000, &r));
+    OK(c, fabps_wait(c, r, 30000));
+    const float want = push == 1 ? 0.0f : -0.5f; /* SGD, lr 1 */
+    for (size_t i = 0; i < 2 * (size_t)kTableDim; ++i) {
+      if (got[i] != want)
+        FAIL("hashed row value %zu after push %d: %g, want %g", i, push,
+             got[i], want);
+    }
+  }
+  const char* names[1] = {kTable};
+  void* bufs[1] = {got};
+  size_t bytes[1] = {sizeof(float) * kTableDim};
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_get_params(c, names, bufs, bytes, 1, 1000));
+  printf("hashed table rows OK\n");
+}
+
 static void PushWith(fabps_pserver_client* c, int step, int read_back,
                      fabps_push** out) {
   const char* names[kParams] = {kNames[0], kNames[1], kNames[2]};
@@ -452,6 +500,7 @@ int main(int argc, char** argv) {
   fabps_release_pserver_options(o);
 
   CheckRows(other);
+  CheckHashed(other);
   OK(other, fabps_save_model(other, argv[4], 30000));
   printf("saved to %s\n", argv[4]);
   /* A push left pending is released with its client. */
