@@ -308,3 +308,55 @@ def test_delta_chain_equals_the_next_full_export(request, tmp_path):
             for k, i in enumerate(full["emb.ids"].tolist()):
                 np.testing.assert_array_equal(serving[i], full["emb.values"][k])
             reached = meta["fabps.reached_ms"]
+
+
+def test_reshard_2_3_1_bit_identical(request, tmp_path):
+    """fabps-reshard moves whole buckets: a job of 2 pservers re-cut for 3,
+    then 1, exports the same ids, rows and optimizer state,
+    and the resharded pservers serve the same rows."""
+    request.param = "tcp;ofi_rxm"
+    (tmp_path / "n2").mkdir()
+    ps = procs(request, tmp_path / "n2")
+    table = fabps.HashedTable(dim=DIM, buckets=16, init="normal", seed=9,
+                              ttl_seconds=3600)
+    rng = np.random.default_rng(1)
+    ids = rng.integers(0, 2**63, 500, dtype=np.int64).astype(np.uint64)
+    rule = fabps.Rule("adam", lr=0.01)
+    with fabps.PServerClient(addresses=ps.addresses, provider=ps.provider,
+                             rule=rule) as c:
+        c.init_params({"emb": table, "w": np.ones(7, np.float32)})
+        for _ in range(2):
+            c.send_rows("emb", ids, rng.standard_normal(
+                (ids.size, DIM)).astype(np.float32)).wait()
+        before = pull(c, ids)
+    for i in range(2):
+        assert ps.stop(i) == 0
+    dirs = [tmp_path / "n2" / f"ckpt-{i}" for i in range(2)]
+    want, _ = export(tmp_path / "n2.st", *dirs, "--with-optimizer-state",
+                     tmp_path / "n2.state")
+    want_state, _ = read_safetensors(tmp_path / "n2.state")
+    for count in (3, 1):
+        out = tmp_path / f"n{count}"
+        r = subprocess.run([built_binary("cmd/reshard/fabps-reshard"),
+                            "--checkpoints"] + [str(d) for d in dirs] +
+                           ["--out", str(out), "--num-pservers", str(count)],
+                           capture_output=True, text=True, timeout=120)
+        assert r.returncode == 0, r.stdout + r.stderr
+        dirs = [out / f"ps-{j}" for j in range(count)]
+        got, _ = export(tmp_path / f"n{count}.st", *dirs,
+                        "--with-optimizer-state", tmp_path / f"n{count}.state")
+        got_state, _ = read_safetensors(tmp_path / f"n{count}.state")
+        assert sorted(got) == sorted(want)
+        for name in want:
+            np.testing.assert_array_equal(got[name], want[name], name)
+        for name in want_state:
+            np.testing.assert_array_equal(got_state[name], want_state[name])
+    # The single pserver serves the rows as they were.
+    for j in range(1):
+        (tmp_path / "n1" / f"ps-{j}").rename(tmp_path / "n1" / f"ckpt-{j}")
+    one = PServerProcs(ps.provider, 1, tmp_path / "n1",
+                       extra=["--evict-period-ms", "50"]).start_all()
+    request.addfinalizer(one.close)
+    with fabps.PServerClient(addresses=one.addresses, provider=one.provider,
+                             rule=rule) as c:
+        np.testing.assert_array_equal(pull(c, ids), before)
