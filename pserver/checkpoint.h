@@ -18,7 +18,8 @@
 //           then each state array, u32 CRC32C of the record before it.
 //           A hashed table's bucket: elements is rows * R for the rows it
 //           holds, and u64 ids[rows] and i64 update times (unix ms)[rows]
-//           come before the values (row i of each array is id i's)
+//           come before the values (row i of each array is id i's; each
+//           id is of the bucket and appears once, checked on read)
 //   footer  "FABPSEND", u32 block count, u64 file length, u32 CRC32C of the
 //           footer bytes before it
 // Every byte is covered by a CRC or checked against the layout, so a flipped
