@@ -20,7 +20,8 @@
 //           holds, and u64 ids[rows], i64 update times (unix ms)[rows],
 //           u64 tombstones, u64 evicted ids[tombstones] and i64 eviction
 //           times[tombstones] come before the values (row i of each array
-//           is id i's)
+//           is id i's; each id is of the bucket and appears once, checked
+//           on read)
 //   footer  "FABPSEND", u32 block count, u64 file length, u32 CRC32C of the
 //           footer bytes before it
 // Every byte is covered by a CRC or checked against the layout, so a flipped

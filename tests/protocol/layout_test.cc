@@ -193,6 +193,261 @@ TEST(Layout, DescribesDifferences) {
             std::string::npos);
 }
 
+// The bytes of a layout as layout.h documents them, written here by hand:
+// version 1 (no kinds) or 2 (kind and buckets after each shape).
+class LayoutBytes {
+ public:
+  LayoutBytes(uint32_t version, uint32_t n, uint64_t block_elements,
+              uint32_t params) {
+    out_.append("FABPSLY1", 8);
+    U32(version);
+    U32(n);
+    U64(block_elements);
+    U32(params);
+  }
+  void Param(const std::string& name, uint32_t dtype,
+             const std::vector<uint64_t>& shape) {
+    U32(static_cast<uint32_t>(name.size()));
+    out_ += name;
+    U32(dtype);
+    U32(static_cast<uint32_t>(shape.size()));
+    for (uint64_t d : shape) U64(d);
+  }
+  void U32(uint32_t v) {
+    for (int i = 0; i < 4; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  void U64(uint64_t v) {
+    for (int i = 0; i < 8; ++i) out_.push_back(static_cast<char>(v >> (8 * i)));
+  }
+  // Appends the CRC32C of everything so far.
+  std::string Sealed() const {
+    std::string s = out_;
+    const uint32_t crc = crc32c::Value(s.data(), s.size());
+    for (int i = 0; i < 4; ++i) s.push_back(static_cast<char>(crc >> (8 * i)));
+    return s;
+  }
+
+ private:
+  std::string out_;
+};
+
+uint32_t VersionOf(const std::string& bytes) {
+  uint32_t v = 0;
+  for (int i = 0; i < 4; ++i)
+    v |= static_cast<uint32_t>(static_cast<unsigned char>(bytes[8 + i]))
+         << (8 * i);
+  return v;
+}
+
+// A dense "fc" [100, 8], hashed "emb" (rows [4, 4], 8 buckets), dense "b".
+std::vector<ParamSpec> HashedParams(uint32_t buckets = 8) {
+  return {{"fc", DType::kFloat32, {100, 8}},
+          HashedSpec("emb", DType::kFloat32, {4, 4}, buckets),
+          {"b", DType::kFloat64, {5}}};
+}
+
+TEST(Layout, DenseOnlyLayoutStillEncodesAsVersion1) {
+  auto l = Layout::Build(
+      {{"w", DType::kFloat32, {10, 3}}, {"s", DType::kFloat64, {}}}, 8, 3);
+  ASSERT_TRUE(l.ok());
+  const std::string bytes = l->Encode();
+  EXPECT_EQ(VersionOf(bytes), 1u);
+  // Exactly the bytes of the format before hashed tables existed.
+  LayoutBytes want(1, 3, 8, 2);
+  want.Param("w", static_cast<uint32_t>(DType::kFloat32), {10, 3});
+  want.Param("s", static_cast<uint32_t>(DType::kFloat64), {});
+  want.U64(l->num_blocks());
+  EXPECT_EQ(l->num_blocks(), 5u + 1u);  // 2 rows a block: 5, and the scalar
+  EXPECT_EQ(bytes, want.Sealed());
+}
+
+TEST(Layout, HashedLayoutEncodesAsVersion2WithKindsAndBuckets) {
+  auto l = Layout::Build(HashedParams(), 100, 3);
+  ASSERT_TRUE(l.ok()) << l.status().ToString();
+  const std::string bytes = l->Encode();
+  EXPECT_EQ(VersionOf(bytes), 2u);
+  LayoutBytes want(2, 3, 100, 3);
+  want.Param("fc", static_cast<uint32_t>(DType::kFloat32), {100, 8});
+  want.U32(0);  // dense
+  want.U32(0);
+  want.Param("emb", static_cast<uint32_t>(DType::kFloat32), {4, 4});
+  want.U32(1);  // hashed
+  want.U32(8);
+  want.Param("b", static_cast<uint32_t>(DType::kFloat64), {5});
+  want.U32(0);
+  want.U32(0);
+  // fc: 12 rows a block -> 9 blocks; emb: 8 buckets; b: 1 block.
+  want.U64(9 + 8 + 1);
+  EXPECT_EQ(l->num_blocks(), 18u);
+  EXPECT_EQ(bytes, want.Sealed());
+}
+
+TEST(Layout, HashedLayoutRoundTrips) {
+  auto l = Layout::Build(HashedParams(), 100, 3);
+  ASSERT_TRUE(l.ok());
+  const std::string bytes = l->Encode();
+  auto d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_TRUE(d->SameAs(*l));
+  EXPECT_EQ(d->Encode(), bytes);
+  ASSERT_EQ(d->params().size(), 3u);
+  EXPECT_EQ(d->params()[0].kind, ParamKind::kDense);
+  EXPECT_EQ(d->params()[0].buckets, 0u);
+  EXPECT_EQ(d->params()[1].kind, ParamKind::kHashed);
+  EXPECT_EQ(d->params()[1].buckets, 8u);
+  EXPECT_EQ(d->params()[1].shape, (std::vector<uint64_t>{4, 4}));
+  EXPECT_EQ(d->params()[2].kind, ParamKind::kDense);
+  ASSERT_EQ(d->num_blocks(), l->num_blocks());
+  for (size_t i = 0; i < l->num_blocks(); ++i) {
+    const BlockInfo& a = l->blocks()[i];
+    const BlockInfo& b = d->blocks()[i];
+    EXPECT_EQ(a.pserver, b.pserver) << i;
+    EXPECT_EQ(a.buckets, b.buckets) << i;
+    EXPECT_EQ(a.num_rows, b.num_rows) << i;
+    EXPECT_EQ(a.first_row, b.first_row) << i;
+  }
+  // Every flipped byte and every truncation of a v2 layout is refused too.
+  for (size_t i = 0; i < bytes.size(); ++i) {
+    std::string bad = bytes;
+    bad[i] = static_cast<char>(bad[i] ^ 0x01);
+    EXPECT_FALSE(Layout::Decode(bad.data(), bad.size()).ok()) << "byte " << i;
+  }
+  for (size_t n = 0; n < bytes.size(); ++n)
+    EXPECT_FALSE(Layout::Decode(bytes.data(), n).ok()) << "length " << n;
+}
+
+TEST(Layout, HashedTableBucketsAreItsBlocks) {
+  for (uint32_t n : {1u, 3u, 5u}) {
+    auto l = Layout::Build(HashedParams(), 100, n);
+    ASSERT_TRUE(l.ok());
+    const uint32_t first = l->FirstBlockOf(1);
+    EXPECT_EQ(first, 9u);
+    EXPECT_EQ(l->FirstBlockOf(2), first + 8);
+    const uint64_t h = Layout::HashName("emb");
+    uint32_t count = 0;
+    for (const BlockInfo& b : l->blocks()) {
+      if (b.param != 1) {
+        EXPECT_EQ(b.buckets, 0u);
+        EXPECT_FALSE(IsHashedBlock(b));
+        continue;
+      }
+      const uint32_t k = count++;
+      EXPECT_EQ(b.id, first + k);
+      EXPECT_EQ(b.index_in_param, k);
+      EXPECT_TRUE(IsHashedBlock(b));
+      EXPECT_EQ(b.buckets, 8u);
+      EXPECT_EQ(b.first_row, 0u);
+      EXPECT_EQ(b.first_element, 0u);
+      EXPECT_EQ(b.row_elements, 16u);
+      EXPECT_EQ(b.num_rows, 6u);  // max(1, 100 / 16)
+      EXPECT_EQ(b.num_elements, 96u);
+      unsigned __int128 sum = static_cast<unsigned __int128>(h) + k;
+      EXPECT_EQ(b.pserver, static_cast<uint32_t>(sum % n)) << "N=" << n;
+    }
+    EXPECT_EQ(count, 8u);
+  }
+  // A row larger than a block: one row a push.
+  auto small = Layout::Build(HashedParams(3), 10, 2);
+  ASSERT_TRUE(small.ok());
+  const BlockInfo& b = small->blocks()[small->FirstBlockOf(1)];
+  EXPECT_EQ(b.num_rows, 1u);
+  EXPECT_EQ(b.num_elements, 16u);
+  EXPECT_EQ(b.buckets, 3u);
+  EXPECT_EQ(small->FirstBlockOf(2) - small->FirstBlockOf(1), 3u);
+}
+
+TEST(Layout, DecodeRefusesVersion2WithoutAHashedTable) {
+  // Canonical bytes: a dense-only layout is always version 1.
+  LayoutBytes v2(2, 1, 100, 1);
+  v2.Param("w", static_cast<uint32_t>(DType::kFloat32), {10, 3});
+  v2.U32(0);
+  v2.U32(0);
+  v2.U64(1);
+  std::string bytes = v2.Sealed();
+  auto d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(d.status().message().find("version 2 without a hashed table"),
+            std::string::npos)
+      << d.status().ToString();
+  // The same parameter as version 1 decodes.
+  LayoutBytes v1(1, 1, 100, 1);
+  v1.Param("w", static_cast<uint32_t>(DType::kFloat32), {10, 3});
+  v1.U64(1);
+  bytes = v1.Sealed();
+  EXPECT_TRUE(Layout::Decode(bytes.data(), bytes.size()).ok());
+  // Version 3 is unknown.
+  LayoutBytes v3(3, 1, 100, 1);
+  v3.Param("w", static_cast<uint32_t>(DType::kFloat32), {10, 3});
+  v3.U64(1);
+  bytes = v3.Sealed();
+  d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("version 3"), std::string::npos);
+}
+
+TEST(Layout, DecodeRefusesTruncatedOrBadKinds) {
+  // The kind is there, the bucket count is not (valid CRC).
+  LayoutBytes cut(2, 1, 100, 1);
+  cut.Param("e", static_cast<uint32_t>(DType::kFloat32), {4});
+  cut.U32(1);
+  std::string bytes = cut.Sealed();
+  auto d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_FALSE(d.ok());
+  EXPECT_EQ(d.status().code(), Status::Code::kCorruption);
+  EXPECT_NE(d.status().message().find("truncated kind"), std::string::npos)
+      << d.status().ToString();
+
+  auto with = [](uint32_t kind, uint32_t buckets, uint64_t blocks) {
+    LayoutBytes b(2, 2, 100, 2);
+    b.Param("e", static_cast<uint32_t>(DType::kFloat32), {4});
+    b.U32(1);
+    b.U32(4);
+    b.Param("x", static_cast<uint32_t>(DType::kFloat32), {8});
+    b.U32(kind);
+    b.U32(buckets);
+    b.U64(blocks);
+    return b.Sealed();
+  };
+  bytes = with(0, 0, 5);  // well formed: 4 buckets and a dense block
+  d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->Encode(), bytes);
+  bytes = with(7, 0, 5);  // unknown kind
+  d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_FALSE(d.ok());
+  EXPECT_NE(d.status().message().find("unknown kind 7"), std::string::npos)
+      << d.status().ToString();
+  bytes = with(0, 3, 5);  // dense with buckets
+  EXPECT_FALSE(Layout::Decode(bytes.data(), bytes.size()).ok());
+  bytes = with(1, 0, 4);  // hashed with no bucket
+  EXPECT_FALSE(Layout::Decode(bytes.data(), bytes.size()).ok());
+  bytes = with(1, 2, 6);  // two hashed tables: 4 + 2 buckets
+  d = Layout::Decode(bytes.data(), bytes.size());
+  ASSERT_TRUE(d.ok()) << d.status().ToString();
+  EXPECT_EQ(d->num_blocks(), 6u);
+  bytes = with(1, 2, 5);  // wrong block count
+  EXPECT_FALSE(Layout::Decode(bytes.data(), bytes.size()).ok());
+}
+
+TEST(Layout, DescribesHashedDifferences) {
+  auto hashed8 = Layout::Build(HashedParams(8), 100, 3);
+  auto hashed16 = Layout::Build(HashedParams(16), 100, 3);
+  auto params = HashedParams();
+  params[1] = {"emb", DType::kFloat32, {4, 4}};
+  auto dense = Layout::Build(params, 100, 3);
+  ASSERT_TRUE(hashed8.ok() && hashed16.ok() && dense.ok());
+  EXPECT_EQ(Layout::DescribeDifference(*hashed8, *hashed8), "");
+  EXPECT_EQ(Layout::DescribeDifference(*hashed8, *hashed16),
+            "parameter 1 'emb' hashed (8 buckets) vs hashed (16 buckets)");
+  EXPECT_EQ(Layout::DescribeDifference(*dense, *hashed8),
+            "parameter 1 'emb' dense vs hashed (8 buckets)");
+  EXPECT_EQ(Layout::DescribeDifference(*hashed8, *dense),
+            "parameter 1 'emb' hashed (8 buckets) vs dense");
+  EXPECT_FALSE(hashed8->SameAs(*hashed16));
+  EXPECT_FALSE(hashed8->SameAs(*dense));
+}
+
 TEST(Layout, FindParamAndBlocksOf) {
   auto l = Layout::Build(SomeParams(), 1000, 2);
   ASSERT_TRUE(l.ok());

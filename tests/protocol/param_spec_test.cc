@@ -32,7 +32,8 @@ TEST(ParamSpec, RefusesShapesThatOverflowOrAreEmpty) {
   EXPECT_TRUE(CheckParamSpec({"w", DType::kFloat32, {2, 3}}).ok());
   EXPECT_FALSE(CheckParamSpec({"", DType::kFloat32, {2}}).ok());
   EXPECT_FALSE(CheckParamSpec({"w", static_cast<DType>(9), {2}}).ok());
-  EXPECT_FALSE(CheckParamSpec({"w", DType::kFloat32, {1, 1, 1, 1, 1, 1, 1, 1, 1}}).ok());
+  EXPECT_FALSE(
+      CheckParamSpec({"w", DType::kFloat32, {1, 1, 1, 1, 1, 1, 1, 1, 1}}).ok());
   Status s = CheckParamSpec({"w", DType::kFloat32, {2, 0}});
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("'w'"), std::string::npos) << s.ToString();
@@ -49,6 +50,80 @@ TEST(ParamSpec, BufferMustHoldExactlyTheParameter) {
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_EQ(s.message(),
             "SendGrads: parameter 'w' has 24 bytes, the buffer has 20");
+}
+
+TEST(ParamSpec, HashedTableCountsOneRow) {
+  ParamSpec e = HashedSpec("emb", DType::kFloat64, {4, 3}, 16);
+  EXPECT_EQ(e.kind, ParamKind::kHashed);
+  EXPECT_TRUE(IsHashed(e));
+  EXPECT_EQ(e.buckets, 16u);
+  EXPECT_EQ(ElementCount(e), 12u);
+  EXPECT_EQ(RowElements(e), 12u);  // the whole row shape, not 3
+  EXPECT_EQ(ByteCount(e), 0u);     // no dense values
+  EXPECT_TRUE(TakesRows(e));
+  // Rank 1: a dense vector's rows are single elements, a table's row is
+  // the vector.
+  ParamSpec v = HashedSpec("v", DType::kFloat32, {8});
+  EXPECT_EQ(v.buckets, kDefaultBuckets);
+  EXPECT_EQ(kDefaultBuckets, 64u);
+  EXPECT_EQ(RowElements(v), 8u);
+  EXPECT_EQ(ByteCount(v), 0u);
+  EXPECT_TRUE(TakesRows(v));
+  ParamSpec dense{"v", DType::kFloat32, {8}};
+  EXPECT_FALSE(IsHashed(dense));
+  EXPECT_EQ(RowElements(dense), 1u);
+  EXPECT_EQ(ByteCount(dense), 32u);
+  EXPECT_FALSE(TakesRows(dense));
+  // The numbers are a wire contract.
+  EXPECT_EQ(static_cast<uint32_t>(ParamKind::kDense), 0u);
+  EXPECT_EQ(static_cast<uint32_t>(ParamKind::kHashed), 1u);
+}
+
+TEST(ParamSpec, ChecksHashedKindAndBuckets) {
+  EXPECT_TRUE(CheckParamSpec(HashedSpec("e", DType::kFloat32, {8}, 1)).ok());
+  EXPECT_TRUE(
+      CheckParamSpec(HashedSpec("e", DType::kFloat32, {2, 4}, kMaxBuckets))
+          .ok());
+  auto refused = [](const ParamSpec& p, const std::string& part) {
+    Status s = CheckParamSpec(p);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << part;
+    EXPECT_NE(s.message().find(part), std::string::npos) << s.ToString();
+    EXPECT_NE(s.message().find("'" + p.name + "'"), std::string::npos)
+        << s.ToString();
+  };
+  refused(HashedSpec("rank0", DType::kFloat32, {}, 8), "rank >= 1");
+  refused(HashedSpec("none", DType::kFloat32, {8}, 0), "0 buckets");
+  refused(HashedSpec("many", DType::kFloat32, {8}, kMaxBuckets + 1),
+          "65537 buckets");
+  ParamSpec dense{"d", DType::kFloat32, {8}};
+  dense.buckets = 4;
+  refused(dense, "a dense parameter has no buckets");
+  ParamSpec odd{"k", DType::kFloat32, {8}};
+  odd.kind = static_cast<ParamKind>(5);
+  refused(odd, "unknown kind 5");
+  odd.buckets = 8;
+  refused(odd, "unknown kind 5");
+  // A hashed table still needs a valid row shape and dtype.
+  refused(HashedSpec("zero", DType::kFloat32, {4, 0}, 8), "empty");
+  EXPECT_FALSE(
+      CheckParamSpec(HashedSpec("t", static_cast<DType>(9), {4}, 8)).ok());
+}
+
+TEST(ParamSpec, HashedTableTakesNoBuffer) {
+  ParamSpec e = HashedSpec("emb", DType::kFloat32, {4}, 8);
+  char data[64];
+  for (size_t bytes : {size_t{0}, size_t{16}, size_t{64}}) {
+    Status s = CheckParamBuffer(e, data, bytes);
+    EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bytes;
+    EXPECT_NE(s.message().find("hashed table"), std::string::npos)
+        << s.ToString();
+    EXPECT_NE(s.message().find("'emb'"), std::string::npos) << s.ToString();
+  }
+  EXPECT_FALSE(CheckParamBuffer(e, nullptr, 0).ok());
+  Status s = CheckParamBuffer(e, data, 16, "InitParam");
+  EXPECT_EQ(
+      s.message().rfind("InitParam: parameter 'emb' is a hashed table", 0), 0u)
+      << s.ToString();
 }
 
 TEST(RuleNames, EveryKindRoundTripsAndOthersAreRefused) {
