@@ -862,8 +862,8 @@ TEST(HashedShard, CheckpointWithIdsOutsideTheirBucketIsRefused) {
   auto info = WriteCheckpoint(*a, dir.path(), 1);
   ASSERT_TRUE(info.ok());
   const std::string good = ReadAll(info->path);
-  // Bucket 3's record: a 32-byte header, ids[2], times[2], values[2 rows],
-  // AdaGrad state[2 rows], then its CRC32C.
+  // Bucket 3's record: a 32-byte header, ids[2], times[2], the tombstone
+  // count (0), values[2 rows], AdaGrad state[2 rows], then its CRC32C.
   std::vector<uint64_t> in_file(2);
   const size_t ids_at = good.find(std::string(
       reinterpret_cast<const char*>(&ids3[0]), 8));  // ascending: a push
@@ -872,7 +872,7 @@ TEST(HashedShard, CheckpointWithIdsOutsideTheirBucketIsRefused) {
   ASSERT_EQ(std::set<uint64_t>(in_file.begin(), in_file.end()),
             std::set<uint64_t>(ids3.begin(), ids3.end()));
   const size_t record = ids_at - 32;
-  const size_t len = 32 + 2 * 16 + 2 * kRowBytes * 2;
+  const size_t len = 32 + 2 * 16 + 8 + 2 * kRowBytes * 2;
   ASSERT_EQ(good.substr(record, 4),
             std::string(reinterpret_cast<const char*>(&b3), 4));
   auto resealed = [&](uint64_t second_id) {
