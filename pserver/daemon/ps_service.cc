@@ -344,10 +344,24 @@ void PServerService::GetStatus(ps::PsStatus& out) {
 
 uint64_t PServerService::EvictHashed() {
   if (!initialized_) return 0;
-  const int64_t now = std::chrono::duration_cast<std::chrono::milliseconds>(
-                          std::chrono::system_clock::now().time_since_epoch())
-                          .count();
-  return shard_->EvictHashed(now);
+  const int64_t now = UnixMs();
+  const uint64_t evicted = shard_->EvictHashed(now);
+  // A table over its budget is said once a minute at most, with what the
+  // sweeps dropped meanwhile.
+  if (evicted > 0 && now - last_budget_log_ms_ >= 60'000) {
+    for (const HashedTableStats& t : shard_->HashedStats()) {
+      if (t.over_budget == over_budget_logged_[t.name]) continue;
+      over_budget_logged_[t.name] = t.over_budget;
+      FABPS_LOG(WARNING) << "hashed table '" << t.name
+                         << "' is over its budget: " << t.rows << " rows of "
+                         << t.bytes_per_row << " bytes held, "
+                         << t.evicted_budget
+                         << " evicted by the budget so far (least recently "
+                            "updated first)";
+    }
+    last_budget_log_ms_ = now;
+  }
+  return evicted;
 }
 
 }  // namespace fabps::pserver

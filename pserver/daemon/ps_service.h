@@ -21,6 +21,7 @@
 #define FABPS_PSERVER_DAEMON_PS_SERVICE_H_
 
 #include <atomic>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -111,6 +112,9 @@ class PServerService : public rpc::pserver::PServerIf {
   std::atomic<bool> initialized_{false};
 
   std::unique_ptr<CheckpointManager> checkpoints_;
+  // EvictHashed's log of tables over budget (its caller's thread only).
+  int64_t last_budget_log_ms_ = 0;
+  std::map<std::string, uint64_t> over_budget_logged_;
   std::mutex ckpt_mu_;
   std::string last_checkpoint_;
   CheckpointInfo last_written_;         // guarded by ckpt_mu_

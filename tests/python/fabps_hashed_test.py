@@ -202,6 +202,8 @@ def test_eviction_by_budget_keeps_the_newest(request, ps, tmp_path):
                  lambda: c.table_stats())
         s = stats(c)
         assert s["evicted_budget"] == 100 - s["rows"]
+        logs = "".join(open(ps.log(i)).read() for i in range(2))
+        assert "'emb' is over its budget" in logs
         # What is left is the most recently updated: the last batch wins.
         last = pull(c, batches[-1])
         assert (last == -LR).all(axis=1).sum() >= min(20, s["rows"]) - 4
