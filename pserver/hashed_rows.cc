@@ -10,7 +10,7 @@ void HashedRows::Reserve(size_t rows) {
   versions_.reserve(rows);
   values_.reserve(rows * row_bytes_);
   for (int k = 0; k < slots_; ++k) state_[k].reserve(rows * row_bytes_);
-  index_.reserve(rows);
+  index_.Reserve(rows);
 }
 
 void HashedRows::Grow() {
@@ -23,7 +23,7 @@ size_t HashedRows::Insert(uint64_t id, const void* values,
                           const void* state_fill) {
   Grow();
   const size_t row = ids_.size();
-  index_.emplace(id, static_cast<uint32_t>(row));
+  index_.Insert(id, static_cast<uint32_t>(row));
   ids_.push_back(id);
   updated_ms_.push_back(0);
   versions_.push_back(0);
@@ -42,7 +42,7 @@ size_t HashedRows::Insert(uint64_t id, const void* values,
 
 void HashedRows::Remove(size_t row) {
   const size_t last = ids_.size() - 1;
-  index_.erase(ids_[row]);
+  index_.Erase(ids_[row]);
   if (row != last) {
     ids_[row] = ids_[last];
     updated_ms_[row] = updated_ms_[last];
@@ -50,7 +50,7 @@ void HashedRows::Remove(size_t row) {
     std::memcpy(values(row), values(last), row_bytes_);
     for (int k = 0; k < slots_; ++k)
       std::memcpy(state(k, row), state(k, last), row_bytes_);
-    index_[ids_[row]] = static_cast<uint32_t>(row);
+    index_.Set(ids_[row], static_cast<uint32_t>(row));
   }
   ids_.pop_back();
   updated_ms_.pop_back();
@@ -71,7 +71,7 @@ void HashedRows::PruneTombstones(int64_t before_ms) {
 }
 
 void HashedRows::Clear() {
-  index_.clear();
+  index_.Clear();
   ids_.clear();
   updated_ms_.clear();
   versions_.clear();

@@ -6,7 +6,7 @@
 //
 // Memory per row: R * element size * (1 + state slots) for values and
 // state, 24 bytes of id, time and version, and the index's entry
-// (kIndexBytesPerRow, an estimate of a node-based map's node and bucket);
+// (kIndexBytesPerRow: IdIndex's 16-byte slots at its mean load);
 // arrays grow by a quarter, not by doubling. BytesPerRow says the total
 // the budget counts.
 //
@@ -19,14 +19,15 @@
 
 #include <cstddef>
 #include <cstdint>
-#include <unordered_map>
 #include <vector>
+
+#include "pserver/id_index.h"
 
 namespace fabps::pserver {
 
 class HashedRows {
  public:
-  static constexpr size_t kIndexBytesPerRow = 48;
+  static constexpr size_t kIndexBytesPerRow = 32;
 
   // Rows of `row_bytes` bytes with `slots` state arrays.
   HashedRows(size_t row_bytes, int slots)
@@ -38,10 +39,7 @@ class HashedRows {
 
   size_t size() const { return ids_.size(); }
   // The row of `id`, or -1.
-  int64_t Find(uint64_t id) const {
-    auto it = index_.find(id);
-    return it == index_.end() ? -1 : static_cast<int64_t>(it->second);
-  }
+  int64_t Find(uint64_t id) const { return index_.Find(id); }
   // Appends a row for `id` (which must not be present) with `values` and
   // state arrays set to `state_fill` (row_bytes each; null: zeros); returns
   // its row.
@@ -84,7 +82,7 @@ class HashedRows {
 
   size_t row_bytes_;
   int slots_;
-  std::unordered_map<uint64_t, uint32_t> index_;
+  IdIndex index_;
   std::vector<uint64_t> ids_;
   std::vector<int64_t> updated_ms_;
   std::vector<uint64_t> versions_;

@@ -11,6 +11,12 @@
 //   dense  SendGrads + Wait, then GetParams of the k x dim parameter
 //   table  GetParams of the whole table (what a trainer without GetRows
 //          would read to see its k rows)
+//   hashed SendRows + Wait, GetRows + Wait of the same ids on a hashed table
+//          (--buckets buckets, rows created on first push,
+//          protocol/hashed_table.h), against the fixed table's rows
+//   local  the same push (SGD) and read on an id-keyed table in this
+//          process (the pservers' IdIndex, packed rows): what the
+//          network and the pservers add to a hashed step
 // and prints, per k: rows/s and MB/s of rows push+pull (MB = 1e6 bytes of
 // row values, ids not counted), dense push+pull MB/s of the same bytes, the
 // ratio, and how much faster GetRows(k) is than the whole-table pull. With
@@ -32,6 +38,7 @@
 #include "base/cli.h"
 #include "base/log.h"
 #include "bench/trainer/pserver_processes.h"
+#include "pserver/id_index.h"
 #include "trainer/pserver_client.h"
 
 #ifndef FABPS_PSERVER_BINARY
@@ -59,6 +66,7 @@ struct Options {
   int table_pulls = 3;
   int repeat = 1;
   uint64_t block_elements = uint64_t{1} << 20;
+  uint32_t buckets = 16;
   std::string pserver_binary = FABPS_PSERVER_BINARY;
   bool verify = true;
 };
@@ -67,6 +75,41 @@ struct RunResult {
   double rows_push_s = 0, rows_pull_s = 0;    // per step
   double dense_push_s = 0, dense_pull_s = 0;  // per step
   double table_pull_s = 0;                    // per pull
+  double hashed_s = 0;                        // push + pull, per step
+  double local_s = 0;                         // per step
+};
+
+// The single-process reference: an id-keyed table in this process.
+class LocalTable {
+ public:
+  explicit LocalTable(uint64_t dim) : dim_(dim) {}
+  // SGD on the rows of `ids` (repeats summed first, as the pservers do),
+  // then their values into `out`.
+  void PushPull(const std::vector<int64_t>& ids, const float* grads,
+                float* out) {
+    for (size_t i = 0; i < ids.size(); i++) {
+      const uint64_t id = static_cast<uint64_t>(ids[i]);
+      int64_t row = index_.Find(id);
+      if (row < 0) {
+        row = static_cast<int64_t>(values_.size() / dim_);
+        index_.Insert(id, static_cast<uint32_t>(row));
+        values_.resize(values_.size() + dim_, 0.0f);
+      }
+      float* w = values_.data() + row * dim_;
+      for (uint64_t e = 0; e < dim_; e++)
+        w[e] -= kLearningRate * grads[i * dim_ + e];
+    }
+    for (size_t i = 0; i < ids.size(); i++) {
+      const float* w =
+          values_.data() + index_.Find(static_cast<uint64_t>(ids[i])) * dim_;
+      std::copy(w, w + dim_, out + i * dim_);
+    }
+  }
+
+ private:
+  uint64_t dim_;
+  pserver::IdIndex index_;
+  std::vector<float> values_;
 };
 
 double Seconds(Clock::duration d) {
@@ -118,7 +161,13 @@ Result<RunResult> RunOnce(const Options& o, uint64_t k) {
   FABPS_RETURN_IF_ERROR(
       c->InitParam({"dense", protocol::DType::kFloat32, {k, o.dim}},
                    dense.data(), dense.size() * 4));
+  FABPS_RETURN_IF_ERROR(
+      c->InitTable(trainer::HashedSpec("hashed", protocol::DType::kFloat32,
+                                       {o.dim}, o.buckets),
+                   trainer::TableConfig{}));
   FABPS_RETURN_IF_ERROR(c->FinishInitParams());
+  LocalTable local(o.dim);
+  std::vector<float> local_rows(k * o.dim), hrows(k * o.dim);
 
   std::mt19937_64 rng(12345 + k);
   std::vector<int64_t> ids(k);
@@ -146,17 +195,36 @@ Result<RunResult> RunOnce(const Options& o, uint64_t k) {
     FABPS_RETURN_IF_ERROR(c->GetParams(
         {{"dense", dense_in.data(), dense_in.size() * 4}}, OpDeadline()));
     auto t4 = Clock::now();
+    FABPS_ASSIGN_OR_RETURN(auto hpush,
+                           c->SendRows("hashed", ids.data(), k, grads.data(),
+                                       grads.size() * 4, OpDeadline()));
+    FABPS_RETURN_IF_ERROR(c->Wait(hpush, OpDeadline()));
+    FABPS_ASSIGN_OR_RETURN(auto hpull,
+                           c->GetRows("hashed", ids.data(), k, hrows.data(),
+                                      hrows.size() * 4, OpDeadline()));
+    FABPS_RETURN_IF_ERROR(c->Wait(hpull, OpDeadline()));
+    auto t5 = Clock::now();
+    local.PushPull(ids, grads.data(), local_rows.data());
+    auto t6 = Clock::now();
     for (int64_t id : ids) pushes[id]++;
-    if (o.verify) FABPS_RETURN_IF_ERROR(Check(rows, ids, pushes, o.dim));
+    if (o.verify) {
+      FABPS_RETURN_IF_ERROR(Check(rows, ids, pushes, o.dim));
+      FABPS_RETURN_IF_ERROR(
+          Check(hrows, ids, pushes, o.dim).WithContext("hashed table"));
+      FABPS_RETURN_IF_ERROR(
+          Check(local_rows, ids, pushes, o.dim).WithContext("local table"));
+    }
     if (step >= 0) {
       r.rows_push_s += Seconds(t1 - t0);
       r.rows_pull_s += Seconds(t2 - t1);
       r.dense_push_s += Seconds(t3 - t2);
       r.dense_pull_s += Seconds(t4 - t3);
+      r.hashed_s += Seconds(t5 - t4);
+      r.local_s += Seconds(t6 - t5);
     }
   }
-  for (double* v :
-       {&r.rows_push_s, &r.rows_pull_s, &r.dense_push_s, &r.dense_pull_s})
+  for (double* v : {&r.rows_push_s, &r.rows_pull_s, &r.dense_push_s,
+                    &r.dense_pull_s, &r.hashed_s, &r.local_s})
     *v /= o.steps;
   for (int i = 0; i < o.table_pulls; i++) {
     auto t0 = Clock::now();
@@ -196,9 +264,12 @@ Status Run(const Options& o) {
       "# rows of a %llu x %llu float32 table over %s, %d pservers, 1 trainer\n",
       static_cast<unsigned long long>(o.table_rows),
       static_cast<unsigned long long>(o.dim), o.provider.c_str(), o.pservers);
-  std::printf("%-8s %-9s %-9s %-12s %-10s %-11s %-7s %-10s %-9s\n", "rows",
-              "push ms", "pull ms", "rows/s", "rows MB/s", "dense MB/s",
-              "ratio", "table ms", "vs table");
+  std::printf(
+      "%-8s %-9s %-9s %-12s %-10s %-11s %-7s %-10s %-9s %-10s %-8s %-9s "
+      "%-8s\n",
+      "rows", "push ms", "pull ms", "rows/s", "rows MB/s", "dense MB/s",
+      "ratio", "table ms", "vs table", "hashed ms", "vs rows", "local ms",
+      "vs local");
   for (uint64_t k : counts) {
     std::vector<RunResult> runs;
     for (int i = 0; i < o.repeat; i++) {
@@ -214,11 +285,13 @@ Status Run(const Options& o) {
     const double rows_s = r.rows_push_s + r.rows_pull_s;
     const double dense_s = r.dense_push_s + r.dense_pull_s;
     std::printf(
-        "%-8llu %-9.2f %-9.2f %-12.0f %-10.1f %-11.1f %-7.2f %-10.1f %-9.1f\n",
+        "%-8llu %-9.2f %-9.2f %-12.0f %-10.1f %-11.1f %-7.2f %-10.1f %-9.1f "
+        "%-10.2f %-8.2f %-9.3f %-8.1f\n",
         static_cast<unsigned long long>(k), r.rows_push_s * 1e3,
         r.rows_pull_s * 1e3, 2.0 * k / rows_s, 2 * bytes / rows_s / 1e6,
         2 * bytes / dense_s / 1e6, dense_s / rows_s, r.table_pull_s * 1e3,
-        r.table_pull_s / r.rows_pull_s);
+        r.table_pull_s / r.rows_pull_s, r.hashed_s * 1e3, rows_s / r.hashed_s,
+        r.local_s * 1e3, r.hashed_s / r.local_s);
     std::fflush(stdout);
   }
   return Status::OK();
@@ -253,6 +326,8 @@ int main(int argc, char** argv) {
   app.add_option("--block-elements", o.block_elements,
                  "layout block size, elements")
       ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 28));
+  app.add_option("--buckets", o.buckets, "buckets of the hashed table")
+      ->check(CLI::Range(1u, 65536u));
   app.add_option("--pserver-binary", o.pserver_binary, "path of fabps-pserver");
   app.add_flag("!--no-verify", o.verify, "skip checking the rows");
   if (int rc = fabps::ParseFlags(app, argc, argv); rc >= 0) return rc;
