@@ -265,9 +265,10 @@ class PServerClient {
   // block's lock (a consistent snapshot of each row with respect to
   // applies) into this trainer's landing slot, and Wait reads them from
   // there into `values`, which must stay valid until Wait returns. The
-  // slots stay taken until then: always Wait on the handle. When the rows
-  // span more blocks of one pserver than it has slots, GetRows itself
-  // waits for the first ones before asking for more.
+  // slots stay taken until then: always Wait on the handle. A read holds
+  // at most half of a pserver's slots, so pushes go on while it is in
+  // flight: when the rows span more blocks (buckets) of one pserver than
+  // that, GetRows itself waits for the first ones before asking for more.
   Result<std::shared_ptr<PullHandle>> GetRows(const std::string& name,
                                               const int64_t* row_ids,
                                               size_t num_rows, void* values,

@@ -189,8 +189,12 @@ Result<std::shared_ptr<TransferHandle>> RowsPath::Get(const std::string& name,
   };
   std::vector<uint32_t> held(s_.num_pservers(), 0);
   for (RowGroup& g : groups) {
-    if (held[g.pserver] == s_.peer(g.pserver).reg.num_slots) {
-      // Every slot of that pserver holds an answer of this pull: take them
+    // A read in flight holds its slots until it is waited for (a prefetch,
+    // say, while the step pushes): it takes at most half of a pserver's
+    // slots, so pushes to that pserver always find one.
+    const uint32_t most = std::max(1u, s_.peer(g.pserver).reg.num_slots / 2);
+    if (held[g.pserver] >= most) {
+      // That many slots of the pserver hold answers of this pull: take them
       // out before asking for more.
       handle->SetFinish(finish);
       bool from_pserver = false;

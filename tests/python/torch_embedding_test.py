@@ -421,3 +421,27 @@ def test_embedding_bag_on_a_hashed_table_equals_torch(ps):
         torch.testing.assert_close(after, ref.weight.detach(), rtol=1e-6,
                                    atol=1e-6)
         assert sum(t["rows"] for t in c.table_stats()) == unique.size
+
+
+def test_prefetch_over_many_buckets_leaves_slots_to_pushes(ps):
+    """A prefetch in flight whose ids span more buckets than a pserver has
+    landing slots must not starve the step's pushes (a read holds at most
+    half of a pserver's slots): prefetch before backward, as the README's
+    loop does, for a few steps; every push lands."""
+    with client(ps) as c:
+        c.init_params({"emb": fabps.HashedTable(dim=DIM, buckets=64)})
+        bag = fabps.torch.EmbeddingBag(c, "emb", DIM, mode="sum")
+        g = torch.Generator().manual_seed(3)
+        def ids():
+            return torch.randint(0, 2**62, (256,), generator=g)
+        offsets = torch.arange(0, 256, 8)
+        x = ids()
+        for _ in range(5):
+            nxt = ids()
+            out = bag(x, offsets)
+            bag.prefetch(nxt)  # 256 ids over 64 buckets: 32 per pserver
+            out.sum().backward()
+            x = nxt
+        bag.wait()
+        held = sum(t["rows"] for t in c.table_stats())
+        assert held == 5 * 256  # every push applied (distinct random ids)
