@@ -187,7 +187,7 @@ TEST(PServerRobustness, ForgedImmediateDataIsRejected) {
   std::vector<std::pair<uint64_t, bool>> forged = {
       {uint64_t{0x1234}, false},  // no tag
       {protocol::wire::EncodePush({me + 100, 0, 0}),
-       false},                                          // someone else's index
+       false},                                           // someone else's index
       {protocol::wire::EncodePush({me, 250, 0}), true},  // slot out of range
       {protocol::wire::EncodePush({me, 0, 99999}), true},  // no such block
   };
@@ -271,6 +271,78 @@ TEST(PServerRobustness, ForgedRowsHeadersAreRefused) {
   for (size_t i = 0; i < kRow; i++) want[i] = -1.0f;
   EXPECT_EQ(Pull(good.get()), want);
   CheckServesExactly(good.get());
+}
+
+}  // namespace
+}  // namespace fabps::trainer
+
+namespace fabps::trainer {
+namespace {
+
+// A hashed table's buckets take rows of their own ids only: a rows push or
+// read naming an id of another bucket (a trainer that placed it on the
+// wrong pserver, or forged it) and a dense push to a bucket are refused
+// with an error credit and counted; nothing of them is applied or created;
+// the pserver goes on serving the table.
+TEST(PServerRobustness, HashedRowsOfAnotherBucketAreRefused) {
+  PServerCluster cluster("tcp;ofi_rxm", 1);
+  ASSERT_TRUE(cluster.StartAll().ok());
+  auto cl = PServerClient::Connect(Options(cluster));
+  ASSERT_TRUE(cl.ok()) << cl.status().ToString();
+  PServerClient* good = cl->get();
+  ASSERT_TRUE(good->BeginInitParams(true).value());
+  constexpr uint64_t kDim = 4;
+  ASSERT_TRUE(good->InitTable(HashedSpec("tab", DType::kFloat32, {kDim}, 4),
+                              TableConfig{})
+                  .ok());
+  ASSERT_TRUE(good->FinishInitParams().ok());
+  auto layout = good->layout(Deadline::InMs(kMs));
+  ASSERT_TRUE(layout.ok());
+  const uint32_t bucket0 = (*layout)->FirstBlockOf(0);
+  // An id of bucket 0 and one of another bucket.
+  uint64_t mine = 0, other = 0;
+  while (protocol::BucketOfId(mine, 4) != 0) mine++;
+  while (protocol::BucketOfId(other, 4) == 0) other++;
+
+  RawTrainer raw;
+  ASSERT_NO_FATAL_FAILURE(raw.Register(cluster, 4096));
+  const uint32_t me = static_cast<uint32_t>(raw.reg.trainer_index);
+  using protocol::wire::PushKind;
+  const size_t row_bytes = kDim * 4;
+  auto send = [&](PushKind kind, uint64_t id, size_t bytes) {
+    const uint32_t k = static_cast<uint32_t>(
+        kind == PushKind::kDense ? PushKind::kRows : kind);
+    protocol::RowsHeader h{k, bucket0, 1};
+    std::memcpy(raw.buf.data(), &h, sizeof(h));
+    std::memcpy(raw.buf.data() + 16, &id, 8);
+    std::vector<float> ones(kDim, 1.0f);
+    std::memcpy(raw.buf.data() + 24, ones.data(), row_bytes);
+    raw.Write(protocol::wire::EncodePush({me, 0, bucket0, kind}), bytes);
+    auto e = raw.ep->WaitImmediate(Deadline::InMs(kMs));
+    EXPECT_TRUE(e.ok()) << e.status().ToString();
+    return e.ok() ? protocol::wire::DecodeCredit(e->data).code
+                  : Status::Code::kTimedOut;
+  };
+  EXPECT_EQ(send(PushKind::kRows, other, 24 + row_bytes),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(send(PushKind::kRowsRead, other, 24),
+            Status::Code::kInvalidArgument);
+  EXPECT_EQ(send(PushKind::kDense, mine, 24 + row_bytes),
+            Status::Code::kInvalidArgument);
+  ps::PsStatus st = raw.Status();
+  EXPECT_EQ(st.gradients_rejected, 3);
+  ASSERT_EQ(st.tables.size(), 1u);
+  EXPECT_EQ(st.tables[0].rows, 0);
+  // An honest push of an id of the bucket creates its row: 0 - 1.
+  EXPECT_EQ(send(PushKind::kRows, mine, 24 + row_bytes), Status::Code::kOk);
+  std::vector<float> got(kDim, 7.0f);
+  const int64_t id = static_cast<int64_t>(mine);
+  auto r =
+      good->GetRows("tab", &id, 1, got.data(), row_bytes, Deadline::InMs(kMs));
+  ASSERT_TRUE(r.ok());
+  ASSERT_TRUE(good->Wait(*r, Deadline::InMs(kMs)).ok());
+  EXPECT_EQ(got, std::vector<float>(kDim, -1.0f));
+  EXPECT_EQ(raw.Status().tables[0].rows, 1);
 }
 
 }  // namespace
