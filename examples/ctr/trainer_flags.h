@@ -24,7 +24,22 @@ struct CtrTrainerConfig {
   int batch = 256;
   int fields = 8;
   int hidden = 32;
-  uint64_t table_rows = uint64_t{1} << 22;
+  // "hashed" (the default in async mode): `emb` is a hashed table keyed
+  // by the raw 64-bit feature ids, rows created on admission and dropped on
+  // eviction (protocol/hashed_table.h); "fixed" (the default, and the only
+  // table, in sync mode: hashed tables run async): `emb` is a dense
+  // [table_rows, 16] table and an id's row is FeatureRow(id, table_rows).
+  std::string table;
+  uint64_t table_rows = uint64_t{1} << 22;  // --table fixed
+  // --table hashed. 16 buckets: a step's rows pull and push go one message
+  // per bucket into one of the 8 landing slots a trainer has on each
+  // pserver, so with 2 pservers 16 buckets (8 each) take one round trip
+  // (the default 64 would take 4).
+  uint32_t buckets = 16;
+  // Initial rows (drawn by the pservers from --seed and the id; by
+  // default what the fixed table starts with: uniform in [-0.01, 0.01]),
+  // admission and eviction of the hashed table.
+  trainer::TableConfig table_config;
   trainer::UpdateRuleConfig emb_rule;  // of "emb"
   trainer::UpdateRuleConfig mlp_rule;  // of fc1.*, fc2.*
   uint64_t seed = 1;
@@ -47,6 +62,7 @@ struct CtrTrainerConfig {
   // the pservers' --step-deadline-ms).
   int64_t step_wait_ms = 120'000;
   bool sync() const { return mode == "sync"; }
+  bool hashed() const { return table == "hashed"; }
 };
 
 // Parses and validates argv into *config. Returns -1 when the trainer should
