@@ -56,7 +56,7 @@ class CtrModel final : public ModelSpec {
         ->check(CLI::Range(uint64_t{1024}, uint64_t{1} << 28))
         ->group(group);
     app.add_option("--buckets", buckets_,
-                   "with --table hashed: buckets of the table (16: 8 per "
+                   "with --table hashed: buckets of the table (8: 4 per "
                    "pserver of two, a step's rows in one round trip)")
         ->check(CLI::Range(1, 65536))
         ->group(group);
@@ -176,15 +176,15 @@ class CtrModel final : public ModelSpec {
 
   std::string table_;  // "": hashed, fixed with --mode sync
   uint64_t table_rows_ = uint64_t{1} << 22;
-  // The hashed table: 16 buckets, 8 per pserver of the default two: a
-  // step's rows pull fits the 8 landing slots a trainer has on each pserver
-  // in one round trip (64 buckets would take 4). Admission after 2 pushes
-  // keeps ids pushed once out of the table (test AUC 0.9797-0.9799 of the
-  // planted model's over 1M impressions, 2 passes, against 0.9799-0.9801
-  // with admission at the first push); rows not updated for 10 minutes are
-  // evicted: none in a job of a few minutes, where even a rare id comes
-  // back within a pass. examples/ctr/README.md has the figures.
-  int buckets_ = 16;
+  // The hashed table: 8 buckets, 4 per pserver of the default two: a
+  // step's rows read holds at most 4 of the 8 landing slots a trainer has
+  // on each pserver, so 8 buckets take one round trip (16: two, about 15%
+  // fewer samples/s). Admission after 2 pushes keeps ids pushed once out
+  // of the table (test AUC 0.980 of the planted model's over 1M
+  // impressions, 2 passes, as the fixed table's); rows not updated for 10
+  // minutes are evicted: none in a job of a few minutes, where even a rare
+  // id comes back within a pass. examples/ctr/README.md has the figures.
+  int buckets_ = 8;
   int admit_after_ = 2;
   int64_t ttl_seconds_ = 600;
   int64_t budget_mb_ = 0;

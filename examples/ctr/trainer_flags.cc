@@ -82,8 +82,8 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 28));
   app.add_option("--buckets", c->buckets,
                  "with --table hashed: buckets of the table, placed on the "
-                 "pservers like blocks (16: 8 per pserver of two, one round "
-                 "trip per step)")
+                 "pservers like blocks (8: 4 per pserver of two, a step's "
+                 "rows in one round trip)")
       ->check(CLI::Range(uint32_t{1}, protocol::kMaxBuckets));
   app.add_option("--admit-after", admit_after,
                  "with --table hashed: an id gets a row at its K-th push "

@@ -300,7 +300,7 @@ TEST(Launch, CtrModelComesWithin97PercentOfThePlantedAuc) {
       << "admission after 2 pushes drops the first" << out;
   std::string t0 = testing::ReadFileOrEmpty(dir.File("run/trainer-0.log")) +
                    testing::ReadFileOrEmpty(dir.File("run/trainer-1.log"));
-  EXPECT_NE(t0.find("hashed table of 16-float rows in 16 buckets"),
+  EXPECT_NE(t0.find("hashed table of 16-float rows in 8 buckets"),
             std::string::npos)
       << t0;
 }
