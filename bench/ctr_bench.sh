@@ -8,9 +8,10 @@
 # seconds minus the evaluator's eval_seconds), summed over the trainers.
 # Also prints the last pass's test AUC against the planted model's.
 # Usage: bench/ctr_bench.sh [BUILD_DIR] [PROVIDER ...]
-# Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE_ROWS
-# (4194304), MODES ("async sync"), KEEP_DIR (keep the runs' directories
-# there; default: removed)
+# Environment: REPEAT (3), PASSES (2), RECORDS (1000000), TABLE (fixed:
+# the --table-rows table both modes take; hashed: the launcher's hashed
+# table with its defaults, async only), TABLE_ROWS (4194304), MODES ("async
+# sync"), KEEP_DIR (keep the runs' directories there; default: removed)
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 build="${1:-$root/build}"
@@ -21,6 +22,9 @@ repeat="${REPEAT:-3}"
 passes="${PASSES:-2}"
 records="${RECORDS:-1000000}"
 rows="${TABLE_ROWS:-4194304}"
+table="${TABLE:-fixed}"
+table_flags=(--table "$table")
+[ "$table" = fixed ] && table_flags+=(--table-rows "$rows")
 read -r -a modes <<<"${MODES:-async sync}"
 launch="$build/cmd/launch/fabps-launch"
 for b in "$launch" "$build/examples/ctr/fabps-ctr-trainer" "$build/cmd/ctr_gen/fabps-ctr-gen"; do
@@ -67,7 +71,7 @@ for prov in "${providers[@]}"; do
       mkdir -p "$d"
       timeout 1800 "$launch" --model ctr --mode "$mode" --provider "$prov" \
         --pservers 2 --trainers 2 --passes "$passes" --ctr-records "$records" \
-        --table-rows "$rows" --run-dir "$d/run" >"$d/out" 2>&1 || {
+        "${table_flags[@]}" --run-dir "$d/run" >"$d/out" 2>&1 || {
         echo "run $i ($mode) on $prov failed:" >&2; tail -20 "$d/out" >&2; exit 1; }
       read -r rate auc planted < <(summarize "$d")
       rates[$mode]="${rates[$mode]:+${rates[$mode]} }$rate"

@@ -20,6 +20,19 @@ void PrintJobSummary(const JobSummary& s, std::FILE* out) {
     }
   }
   if (!s.model_note.empty()) std::fprintf(out, "%s\n", s.model_note.c_str());
+  for (const HashedTableSummary& t : s.tables) {
+    std::fprintf(out,
+                 "hashed table %s: %lld rows held (%.1f MiB on %d pservers), "
+                 "%lld admitted, %lld evicted (ttl %lld, budget %lld), %lld "
+                 "pushed rows not admitted\n",
+                 t.name.c_str(), static_cast<long long>(t.rows),
+                 static_cast<double>(t.bytes) / (1 << 20), t.pservers,
+                 static_cast<long long>(t.admitted),
+                 static_cast<long long>(t.evicted_ttl + t.evicted_budget),
+                 static_cast<long long>(t.evicted_ttl),
+                 static_cast<long long>(t.evicted_budget),
+                 static_cast<long long>(t.not_admitted));
+  }
   for (const auto& k : s.kills)
     std::fprintf(out, "fault injected: %s\n", k.c_str());
   for (const auto& r : s.restarts)

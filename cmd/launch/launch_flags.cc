@@ -28,7 +28,7 @@ const char kExamples[] =
     "(examples/fashion_mnist_torch)\n"
     "  fabps-launch --tls                      control plane over mutual "
     "TLS\n"
-    "  fabps-launch --model ctr                CTR: 2^22 x 16 embedding "
+    "  fabps-launch --model ctr                CTR: a hashed embedding "
     "table moved by rows, AUC vs planted\n"
     "  fabps-launch --run-dir /tmp/job         logs, metrics, checkpoints "
     "there\n"
@@ -198,7 +198,7 @@ void AddLaunchFlags(CLI::App& app, LaunchFlags* f) {
   for (ModelSpec* m : Models()) m->AddFlags(app);
 }
 
-Status ResolveLaunchFlags(const CLI::App& app, const ModelSpec& model,
+Status ResolveLaunchFlags(const CLI::App& app, ModelSpec& model,
                           LaunchFlags* f) {
   const ModelDefaults& d = model.defaults();
   auto given = [&app](const char* flag) {
@@ -233,6 +233,7 @@ Status ResolveLaunchFlags(const CLI::App& app, const ModelSpec& model,
         "--mode sync", of_model + " does not take it (its trainers push "
                                   "without a step)"));
   }
+  FABPS_RETURN_IF_ERROR(model.ResolveFlags(app, *f));
   if (f->run_dir.empty()) {
     std::time_t t = std::time(nullptr);
     char buf[32];

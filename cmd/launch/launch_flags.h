@@ -76,8 +76,10 @@ void AddLaunchFlags(CLI::App& app, LaunchFlags* f);
 
 // After parsing: fills what was not given from `model`'s defaults, the run,
 // data and binary directories, and checks the combinations the model does
-// not take. InvalidArgument with the message for the user ("--rule: ...").
-Status ResolveLaunchFlags(const CLI::App& app, const ModelSpec& model,
+// not take, then lets the model resolve its own flags
+// (ModelSpec::ResolveFlags). InvalidArgument with the message for the user
+// ("--rule: ...").
+Status ResolveLaunchFlags(const CLI::App& app, ModelSpec& model,
                           LaunchFlags* f);
 
 }  // namespace fabps::launch

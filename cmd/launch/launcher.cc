@@ -181,6 +181,9 @@ int Launcher::Run() {
 }
 
 int Launcher::Finish(bool ok, const std::string& why) {
+  // The hashed tables as the job left them, before the pservers stop (a
+  // failed job keeps the last poll's).
+  if (ok && poller_) poller_->AskPservers();
   // Pservers checkpoint on SIGTERM and record the checkpoint and release
   // their claims in the store: a job's own etcd stops only after them (a
   // store stopped beside them made each of those calls wait for its
@@ -205,6 +208,7 @@ int Launcher::Finish(bool ok, const std::string& why) {
   sum.metric_title = model_.metric().title;
   if (!sum.passes.empty())
     sum.model_note = model_.SummaryNote(sum.passes.rbegin()->second.metric);
+  if (poller_) sum.tables = poller_->hashed_tables();
   sum.kills = injector_->log();
   sum.restarts = sup_->log();
   sum.kill_random = f_.kill_random;

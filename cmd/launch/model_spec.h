@@ -77,6 +77,12 @@ class ModelSpec {
   // Adds the flags only this model takes (in a group of the help named
   // after it). Called once, before parsing.
   virtual void AddFlags(CLI::App& app) {}
+  // Checks and completes those flags once the shared ones are resolved
+  // (a default that depends on --mode, flags that go together);
+  // InvalidArgument "--flag: why" refuses the command line.
+  virtual Status ResolveFlags(const CLI::App& app, const LaunchFlags& flags) {
+    return Status::OK();
+  }
   // The default --data-dir's last component (under ~/.cache/fabps/).
   virtual std::string DataDirName() const = 0;
   // Makes the training data in flags.data_dir unless it is there already.

@@ -1,5 +1,6 @@
 #include "cmd/launch/progress_poller.h"
 
+#include <algorithm>
 #include <cstdlib>
 
 #include "base/file_util.h"
@@ -35,6 +36,28 @@ ProgressSample ProgressPoller::Poll(const TrainerMetricsReader& metrics) {
     auto st = master_client_->GetStatus();
     if (st.ok()) master_ = *st;
   }
+  int64_t applied = AskPservers();
+  double dt = std::chrono::duration<double>(now - last_rate_).count();
+  if (dt >= 1.0) {
+    updates_per_sec_ =
+        applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
+    last_updates_ = applied;
+    last_rate_ = now;
+  }
+  progress_.Observe(applied + master_.done + int64_t{1000000} * master_.pass,
+                    now);
+  ProgressSample sample;
+  sample.pass = master_.pass;
+  sample.tasks_done = master_.done;
+  sample.tasks_total = master_.num_tasks;
+  sample.samples_per_sec = metrics.SamplesPerSec();
+  sample.loss = metrics.MeanLoss();
+  sample.updates_per_sec = updates_per_sec_;
+  return sample;
+}
+
+int64_t ProgressPoller::AskPservers() {
+  auto now = std::chrono::steady_clock::now();
   int64_t applied = 0;
   for (int i = 0; i < f_.pservers; i++) {
     // Where pserver process i serves now (it moves when restarted).
@@ -54,25 +77,40 @@ ProgressSample ProgressPoller::Poll(const TrainerMetricsReader& metrics) {
       if (answers_.Has(i)) answers_.Answered(i, now);
       applied += st.gradients_applied;
       provider_seen_ = st.provider;
+      std::vector<HashedTableSummary>& tables = tables_[i];
+      tables.clear();
+      for (const auto& t : st.tables) {
+        tables.push_back({t.name, 1, t.rows, t.bytes, t.admitted, t.evicted_ttl,
+                          t.evicted_budget, t.not_admitted});
+      }
     }
   }
-  double dt = std::chrono::duration<double>(now - last_rate_).count();
-  if (dt >= 1.0) {
-    updates_per_sec_ =
-        applied >= last_updates_ ? (applied - last_updates_) / dt : 0;
-    last_updates_ = applied;
-    last_rate_ = now;
+  // Pservers a resize took away.
+  tables_.erase(tables_.lower_bound(f_.pservers), tables_.end());
+  return applied;
+}
+
+std::vector<HashedTableSummary> ProgressPoller::hashed_tables() const {
+  std::vector<HashedTableSummary> sum;
+  for (const auto& [i, tables] : tables_) {
+    for (const HashedTableSummary& t : tables) {
+      auto it = std::find_if(
+          sum.begin(), sum.end(),
+          [&t](const HashedTableSummary& s) { return s.name == t.name; });
+      if (it == sum.end()) {
+        sum.push_back(t);
+        continue;
+      }
+      it->pservers += t.pservers;
+      it->rows += t.rows;
+      it->bytes += t.bytes;
+      it->admitted += t.admitted;
+      it->evicted_ttl += t.evicted_ttl;
+      it->evicted_budget += t.evicted_budget;
+      it->not_admitted += t.not_admitted;
+    }
   }
-  progress_.Observe(applied + master_.done + int64_t{1000000} * master_.pass,
-                    now);
-  ProgressSample sample;
-  sample.pass = master_.pass;
-  sample.tasks_done = master_.done;
-  sample.tasks_total = master_.num_tasks;
-  sample.samples_per_sec = metrics.SamplesPerSec();
-  sample.loss = metrics.MeanLoss();
-  sample.updates_per_sec = updates_per_sec_;
-  return sample;
+  return sum;
 }
 
 }  // namespace fabps::launch

@@ -1,7 +1,8 @@
 // ProgressPoller: how far the job is, asked of its daemons about four
 // times a second: the master's pass and tasks (through the store, so it
 // follows a master take-over) and each pserver's applied updates (over its
-// port file's port). It keeps the update rate, records each pserver's
+// port file's port). It keeps the update rate and the pservers' hashed
+// tables, records each pserver's
 // answers (PserverAnswers) and feeds the job's progress watch (tasks done,
 // updates applied) that supervision fails a stalled job by.
 //
@@ -10,9 +11,12 @@
 #define FABPS_CMD_LAUNCH_PROGRESS_POLLER_H_
 
 #include <chrono>
+#include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
+#include "cmd/launch/job_summary.h"
 #include "cmd/launch/launch_flags.h"
 #include "cmd/launch/progress_display.h"
 #include "cmd/launch/pserver_answers.h"
@@ -35,6 +39,14 @@ class ProgressPoller {
   // trainers' rates and loss from `metrics`.
   ProgressSample Poll(const TrainerMetricsReader& metrics);
 
+  // Asks every pserver for its status now (what Poll does each time):
+  // records its answer, its provider and its hashed tables; returns the
+  // updates applied, summed over those that answered.
+  int64_t AskPservers();
+  // The pservers' hashed tables, each summed over the pservers' last
+  // answers (a pserver that stopped answering counts as it last did).
+  std::vector<HashedTableSummary> hashed_tables() const;
+
   const trainer::MasterStatusSummary& master() const { return master_; }
   // The fabric the pservers report using; "" before any answered.
   const std::string& provider_seen() const { return provider_seen_; }
@@ -48,6 +60,8 @@ class ProgressPoller {
   std::unique_ptr<trainer::MasterClient> master_client_;
   trainer::MasterStatusSummary master_;
   std::string provider_seen_;
+  // Per pserver index: its hashed tables in its last answer.
+  std::map<int, std::vector<HashedTableSummary>> tables_;
   int64_t last_updates_ = 0;
   double updates_per_sec_ = 0;
   std::chrono::steady_clock::time_point last_rate_;

@@ -26,6 +26,10 @@ namespace fabps::examples::ctr {
 
 constexpr int kEmbeddingDim = 16;
 constexpr const char* kEmbeddingName = "emb";
+// Scale of the table's initial values (uniform in [-scale, scale]): small,
+// so that the MLP starts near a constant and every row learns from its own
+// gradients.
+constexpr float kEmbeddingInitScale = 0.01f;
 
 using Matrix =
     Eigen::Matrix<float, Eigen::Dynamic, Eigen::Dynamic, Eigen::RowMajor>;

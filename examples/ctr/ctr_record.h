@@ -3,9 +3,10 @@
 //   byte 0      label: 0 (no click) or 1 (click)
 //   byte 1      F, the number of fields (1..kMaxFields)
 //   bytes 2..   F feature ids, uint64 little-endian, field order
-// A feature id is a 64-bit hash of (field, value); the trainer maps it to
-// an embedding row by FeatureRow (id mod the table's rows), so a table
-// smaller than the vocabulary shares rows as hashed features do.
+// A feature id is a 64-bit hash of (field, value). The trainer's hashed
+// table (--table hashed) takes the id itself as the row id; its fixed table
+// (--table fixed) maps it to a row by FeatureRow (id mod the table's rows),
+// so a table smaller than the vocabulary shares rows as hashed features do.
 //
 // Every record comes from a file: ParseCtrRecord checks the length, the
 // label and F before anything is used.
@@ -34,7 +35,7 @@ void AppendCtrRecord(int label, const uint64_t* ids, int fields,
 bool ParseCtrRecord(std::string_view record, int fields, int* label,
                     uint64_t* ids);
 
-// The embedding row of feature `id` in a table of `rows` rows (> 0).
+// The row of feature `id` in a fixed table of `rows` rows (> 0).
 inline int64_t FeatureRow(uint64_t id, uint64_t rows) {
   return static_cast<int64_t>(id % rows);
 }

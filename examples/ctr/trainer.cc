@@ -26,10 +26,6 @@ namespace {
 using trainer::MetricsLine;
 using trainer::MetricsLog;
 
-// Scale of the table's initial values: small, so that the MLP starts near
-// a constant and every row learns from its own gradients.
-constexpr float kEmbeddingInitScale = 0.01f;
-
 // Sync mode: a one-element float64 parameter that counts, over all
 // trainers, the steps in which a trainer was busy (SGD with learning rate 1
 // and a gradient of -1 when busy, 0 when not). A pass ends for every
@@ -43,7 +39,8 @@ double Seconds(SteadyClock::duration d) {
   return std::chrono::duration<double>(d).count();
 }
 
-// Impressions as embedding rows: example i's field f is rows[i * F + f].
+// Impressions as embedding rows: example i's field f is rows[i * F + f]
+// (a hashed table's id, or a fixed table's row).
 struct Impressions {
   std::vector<int64_t> rows;
   std::vector<int> labels;
@@ -51,13 +48,18 @@ struct Impressions {
 };
 
 // Parses `record` into the end of *out; false (nothing added) when bad.
-bool AddRecord(std::string_view record, int fields, uint64_t table_rows,
+// The rows are the feature ids themselves (their 64 bits as int64) for a
+// hashed table, FeatureRow(id, table_rows) for a fixed one.
+bool AddRecord(std::string_view record, const CtrTrainerConfig& config,
                Impressions* out) {
   uint64_t ids[kMaxFields];
   int label;
-  if (!ParseCtrRecord(record, fields, &label, ids)) return false;
-  for (int f = 0; f < fields; f++)
-    out->rows.push_back(FeatureRow(ids[f], table_rows));
+  if (!ParseCtrRecord(record, config.fields, &label, ids)) return false;
+  for (int f = 0; f < config.fields; f++) {
+    out->rows.push_back(config.hashed()
+                            ? static_cast<int64_t>(ids[f])
+                            : FeatureRow(ids[f], config.table_rows));
+  }
   out->labels.push_back(label);
   return true;
 }
@@ -144,12 +146,29 @@ class CtrTrainer {
   }
 
   Status InitParams() {
-    const uint64_t n = config_.table_rows * kEmbeddingDim;
-    FABPS_LOG(INFO) << "initializing: table " << config_.table_rows << " x "
-                    << kEmbeddingDim << " (" << (n * 4 >> 20) << " MiB), MLP "
-                    << params_.inputs << "-" << params_.hidden << "-1, seed "
-                    << config_.seed;
-    {
+    if (config_.hashed()) {
+      // The pservers draw a row's initial values from (seed, id) when it is
+      // first read or admitted: nothing to send.
+      const trainer::TableConfig& t = config_.table_config;
+      FABPS_LOG(INFO) << "initializing: hashed table of " << kEmbeddingDim
+                      << "-float rows in " << config_.buckets
+                      << " buckets (init " << protocol::RowInitName(t.init)
+                      << " " << t.init_scale << ", admit after "
+                      << t.admit_after << ", ttl " << t.ttl_seconds
+                      << " s, budget " << (t.budget_bytes >> 20)
+                      << " MiB per pserver), MLP " << params_.inputs << "-"
+                      << params_.hidden << "-1, seed " << config_.seed;
+      FABPS_RETURN_IF_ERROR(ps_->InitTable(
+          trainer::HashedSpec(kEmbeddingName, trainer::DType::kFloat32,
+                              {static_cast<uint64_t>(kEmbeddingDim)},
+                              config_.buckets),
+          t));
+    } else {
+      const uint64_t n = config_.table_rows * kEmbeddingDim;
+      FABPS_LOG(INFO) << "initializing: table " << config_.table_rows << " x "
+                      << kEmbeddingDim << " (" << (n * 4 >> 20) << " MiB), MLP "
+                      << params_.inputs << "-" << params_.hidden << "-1, seed "
+                      << config_.seed;
       std::vector<float> table(n);
       InitEmbedding(config_.seed, kEmbeddingInitScale, table.data(), n);
       trainer::ParamSpec spec{
@@ -187,8 +206,7 @@ class CtrTrainer {
     for (;;) {
       FABPS_ASSIGN_OR_RETURN(bool more, scanner.Next(&record));
       if (!more) break;
-      if (!AddRecord(record, config_.fields, config_.table_rows, &test_))
-        test_.bad_records++;
+      if (!AddRecord(record, config_, &test_)) test_.bad_records++;
     }
     if (test_.labels.empty())
       return Status::InvalidArgument("--test-data: no valid record in " +
@@ -239,6 +257,7 @@ class CtrTrainer {
         s = Evaluate(&line);
       }
       FABPS_RETURN_IF_ERROR(s);
+      if (config_.hashed()) LogTableStats();
     }
     auto now = SteadyClock::now();
     line.Timing(Seconds(now - pass_start), Seconds(now - start_));
@@ -246,11 +265,30 @@ class CtrTrainer {
     return Status::OK();
   }
 
+  // The hashed table's rows as the pservers' status says, in the log
+  // (nothing when a pserver does not answer: only a log line is lost).
+  void LogTableStats() {
+    auto stats = ps_->HashedTableStats(Deadline::InMs(config_.timeout_ms));
+    if (!stats.ok()) return;
+    uint64_t rows = 0, bytes = 0, admitted = 0, evicted = 0, not_admitted = 0;
+    for (const auto& t : *stats) {
+      if (t.name != kEmbeddingName) continue;
+      rows += t.rows;
+      bytes += t.bytes;
+      admitted += t.admitted;
+      evicted += t.evicted_ttl + t.evicted_budget;
+      not_admitted += t.not_admitted;
+    }
+    FABPS_LOG(INFO) << "table " << kEmbeddingName << ": " << rows
+                    << " rows held (" << (bytes >> 20) << " MiB), " << admitted
+                    << " admitted, " << evicted << " evicted, " << not_admitted
+                    << " pushed rows not admitted";
+  }
+
   // Adds `record` to batch_; false (counted, the first one logged) when it
   // is malformed.
   bool AddOrSkip(std::string_view record) {
-    if (AddRecord(record, config_.fields, config_.table_rows, &batch_))
-      return true;
+    if (AddRecord(record, config_, &batch_)) return true;
     if (pass_bad_++ == 0) {
       FABPS_LOG(WARNING) << "skipping a malformed record of " << record.size()
                          << " bytes (further ones are only counted)";

@@ -7,7 +7,18 @@
 // and gradients; SendRows of the input gradient (the pserver client sums
 // the rows of repeated features) and SendGrads of the MLP, in parallel.
 // The initializer (the init election of PServerClient) creates the table
-// "emb" [table_rows, 16] with small random values and the MLP.
+// "emb" and the MLP. With --table hashed (the default in async mode) "emb"
+// is a hashed table (PServerClient::InitTable, 16 floats per row, in
+// --buckets buckets) whose row ids are the records' 64-bit feature ids
+// themselves: a row exists once its id is admitted (--admit-after) and
+// until it is evicted (--ttl-seconds, --table-budget-mb); an id without a
+// row reads as its initial row, which the pservers draw from (--seed, id).
+// With --table fixed it is a dense [table_rows, 16] table with small random
+// values, and feature id x is row FeatureRow(x, table_rows).
+//
+// The trainer writes no model file: a hashed table has no dense export
+// (PServerClient's model export refuses it); its rows are in the pservers'
+// checkpoints, which `fabps-export --checkpoints` exports.
 //
 // Sync mode: each step is pushed with its number (SendRows / SendGrads
 // with a step) and pulled after it is applied; a trainer without records

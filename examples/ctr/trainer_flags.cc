@@ -4,6 +4,7 @@
 
 #include "base/cli.h"
 #include "coord/store.h"
+#include "examples/ctr/ctr_model.h"
 #include "examples/ctr/ctr_record.h"
 #include "protocol/rule_config.h"
 
@@ -35,6 +36,10 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
       kProgram);
   std::string rule = "adagrad";
   double emb_lr = 0.05, mlp_lr = 0.02;
+  std::string table_init = "uniform";
+  double init_scale = kEmbeddingInitScale;
+  uint32_t admit_after = 1;
+  uint64_t ttl_seconds = 0, budget_mb = 0;
   app.add_option("--master", c->master,
                  "master address (default: master/addr in --store)");
   app.add_option("--pservers", c->pservers,
@@ -65,10 +70,41 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
       ->check(CLI::Range(1, kMaxFields));
   app.add_option("--hidden", c->hidden, "hidden units of the MLP")
       ->check(CLI::Range(1, 4096));
+  app.add_option("--table", c->table,
+                 "hashed (a hashed table keyed by the 64-bit feature ids: "
+                 "rows created on admission, dropped on eviction) or fixed "
+                 "(--table-rows rows, row = id mod rows) (default: hashed; "
+                 "fixed with --mode sync, where hashed tables do not run)")
+      ->check(CLI::IsMember({"hashed", "fixed"}));
   app.add_option("--table-rows", c->table_rows,
-                 "rows of the embedding table (16 float32 each; features "
-                 "are hashed into them)")
+                 "with --table fixed: rows of the embedding table (16 "
+                 "float32 each; features are hashed into them)")
       ->check(CLI::Range(uint64_t{1}, uint64_t{1} << 28));
+  app.add_option("--buckets", c->buckets,
+                 "with --table hashed: buckets of the table, placed on the "
+                 "pservers like blocks (8: 4 per pserver of two, a step's "
+                 "rows in one round trip)")
+      ->check(CLI::Range(uint32_t{1}, protocol::kMaxBuckets));
+  app.add_option("--admit-after", admit_after,
+                 "with --table hashed: an id gets a row at its K-th push "
+                 "(earlier pushes are dropped)")
+      ->check(CLI::Range(uint32_t{1}, protocol::kMaxAdmitAfter));
+  app.add_option("--ttl-seconds", ttl_seconds,
+                 "with --table hashed: a row not updated for this long is "
+                 "evicted (0: never)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{10} * 365 * 86400));
+  app.add_option("--table-budget-mb", budget_mb,
+                 "with --table hashed: MiB of rows per pserver past which "
+                 "the least recently updated are evicted (0: no budget)")
+      ->check(CLI::Range(uint64_t{0}, uint64_t{1} << 24));
+  app.add_option("--table-init", table_init,
+                 "with --table hashed: a new row's values: zeros, uniform "
+                 "(in [-scale, scale)) or normal (deviation scale), drawn "
+                 "from --seed and the id")
+      ->check(CLI::IsMember({"zeros", "uniform", "normal"}));
+  app.add_option("--table-init-scale", init_scale,
+                 "with --table hashed: the scale of --table-init")
+      ->check(CLI::Range(0.0, 100.0));
   app.add_option("--rule", rule, "update rule of every parameter")
       ->check(CLI::IsMember(protocol::RuleNames()));
   app.add_option("--emb-lr", emb_lr, "learning rate of the embedding table")
@@ -112,6 +148,29 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
     return Fail("--master", "required when --store is not given");
   if (c->pservers.empty() && c->store.empty())
     return Fail("--pservers", "required when --store is not given");
+  if (c->table.empty()) c->table = c->sync() ? "fixed" : "hashed";
+  if (c->hashed() && c->sync())
+    return Fail("--table",
+                "hashed tables run in async mode only: with --mode sync use "
+                "--table fixed");
+  const char* of_hashed[] = {"--buckets",     "--admit-after",
+                             "--ttl-seconds", "--table-budget-mb",
+                             "--table-init",  "--table-init-scale"};
+  for (const char* flag : of_hashed) {
+    if (!c->hashed() && app.get_option(flag)->count() > 0)
+      return Fail(flag, "only with --table hashed");
+  }
+  if (c->hashed() && app.get_option("--table-rows")->count() > 0)
+    return Fail("--table-rows", "only with --table fixed");
+  trainer::TableConfig& t = c->table_config;
+  t.init = protocol::RowInitFromName(table_init).value();
+  t.init_scale = init_scale;
+  t.seed = c->seed;
+  t.admit_after = admit_after;
+  t.ttl_seconds = ttl_seconds;
+  t.budget_bytes = budget_mb << 20;
+  if (Status valid = protocol::ValidateTableConfig(t); !valid.ok())
+    return Fail("--table-init", valid.message());
   Status job = coord::ValidateJobName(c->job);
   if (!job.ok()) return Fail("--job", job.message());
   c->emb_rule = Rule(rule, emb_lr);

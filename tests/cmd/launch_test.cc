@@ -4,8 +4,10 @@
 // mid-run, and on etcd with the leading master killed (its standby takes
 // over); and the same with the PyTorch trainer (--trainer torch): three
 // passes reach 0.85 test accuracy, and a pserver killed mid-run; and the
-// CTR model (--model ctr, a small table), async and sync (--mode sync):
-// within 0.97 of the planted model's test AUC.
+// CTR model (--model ctr): on its default hashed table (async) and on a
+// fixed table (--mode sync), within 0.97 of the planted model's test AUC,
+// the summary showing the hashed table's rows; and a short one-pass job on
+// the hashed table.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -226,14 +228,14 @@ TEST(Launch, TorchTrainersSurviveAPserverKilledAndRestarted) {
       << "processes left behind";
 }
 
-// --model ctr on a 2^18-row table and 200000 generated impressions with
-// `extra` flags: two passes, each with its test AUC, the last within 0.97
-// of the planted model's AUC on the same test records. Returns the output.
+// --model ctr on 200000 generated impressions with `extra` flags: two
+// passes, each with its test AUC, the last within 0.97 of the planted
+// model's AUC on the same test records. Returns the output.
 std::string ExpectCtrWithin97Percent(const TempDir& dir,
                                      const std::vector<std::string>& extra) {
   int code = -1;
-  std::vector<std::string> flags = {"--model", "ctr",           "--table-rows",
-                                    "262144",  "--ctr-records", "200000"};
+  std::vector<std::string> flags = {"--model", "ctr", "--ctr-records",
+                                    "200000"};
   flags.insert(flags.end(), extra.begin(), extra.end());
   std::string out = RunLauncher(dir, flags, &code, /*passes=*/2);
   EXPECT_EQ(code, 0) << out;
@@ -256,9 +258,70 @@ std::string ExpectCtrWithin97Percent(const TempDir& dir,
   return out;
 }
 
+// The summary's line of a hashed table, e.g. "hashed table emb: 15998 rows
+// held (11.1 MiB on 2 pservers), 15998 admitted, 0 evicted (ttl 0, budget
+// 0), 18489 pushed rows not admitted".
+struct HashedTableLine {
+  bool found = false;
+  int64_t rows = 0, pservers = 0, admitted = 0, evicted = 0, not_admitted = 0;
+};
+
+HashedTableLine HashedTableOf(const std::string& out, const std::string& name) {
+  HashedTableLine t;
+  std::smatch m;
+  std::regex line("\nhashed table " + name +
+                  R"(: (\d+) rows held \([0-9.]+ MiB on (\d+) pservers\), )"
+                  R"((\d+) admitted, (\d+) evicted \(ttl \d+, budget \d+\), )"
+                  R"((\d+) pushed rows not admitted\n)");
+  if (!std::regex_search(out, m, line)) return t;
+  t.found = true;
+  t.rows = std::stoll(m[1]);
+  t.pservers = std::stoll(m[2]);
+  t.admitted = std::stoll(m[3]);
+  t.evicted = std::stoll(m[4]);
+  t.not_admitted = std::stoll(m[5]);
+  return t;
+}
+
+// The default table: hashed, keyed by the raw 64-bit feature ids, with
+// admission after 2 pushes and a TTL; the summary shows its rows as the
+// pservers held them at the end.
 TEST(Launch, CtrModelComesWithin97PercentOfThePlantedAuc) {
   TempDir dir;
-  ExpectCtrWithin97Percent(dir, {});
+  std::string out = ExpectCtrWithin97Percent(dir, {});
+  HashedTableLine t = HashedTableOf(out, "emb");
+  ASSERT_TRUE(t.found) << out;
+  EXPECT_EQ(t.pservers, 2) << out;
+  // 8 fields of 2000 values each: every value comes at least twice.
+  EXPECT_GT(t.rows, 1000) << out;
+  EXPECT_LE(t.rows, 8 * 2000) << out;
+  EXPECT_EQ(t.admitted, t.rows + t.evicted) << out;
+  EXPECT_GT(t.not_admitted, 0)
+      << "admission after 2 pushes drops the first" << out;
+  std::string t0 = testing::ReadFileOrEmpty(dir.File("run/trainer-0.log")) +
+                   testing::ReadFileOrEmpty(dir.File("run/trainer-1.log"));
+  EXPECT_NE(t0.find("hashed table of 16-float rows in 8 buckets"),
+            std::string::npos)
+      << t0;
+}
+
+// A short job on the hashed table (one pass over 20000 impressions): rows
+// held, and a test AUC well above chance.
+TEST(Launch, CtrModelOnAHashedTableInOneShortPass) {
+  TempDir dir;
+  int code = -1;
+  std::string out = RunLauncher(
+      dir, {"--model", "ctr", "--ctr-records", "20000", "--table", "hashed"},
+      &code, /*passes=*/1);
+  ASSERT_EQ(code, 0) << out;
+  HashedTableLine t = HashedTableOf(out, "emb");
+  ASSERT_TRUE(t.found) << out;
+  EXPECT_GT(t.rows, 0) << out;
+  std::smatch m;
+  std::regex planted(R"(planted model's test AUC: ([0-9.]+) \(last pass: )"
+                     R"(([0-9.]+) = )");
+  ASSERT_TRUE(std::regex_search(out, m, planted)) << out;
+  EXPECT_GE(std::stod(m[2]), 0.9 * std::stod(m[1])) << out;
 }
 
 // The same in sync mode (--mode sync): the pservers sum both trainers'
@@ -269,8 +332,12 @@ TEST(Launch, CtrModelInSyncModeComesWithin97PercentOfThePlantedAuc) {
   TempDir dir;
   // A step deadline no load makes a trainer miss: a forced step then means
   // a trainer stopped stepping, not that the machine was slow.
-  ExpectCtrWithin97Percent(dir,
-                           {"--mode", "sync", "--step-deadline-ms", "60000"});
+  // Sync mode takes the fixed table (hashed tables run async): a 2^18-row
+  // one here.
+  std::string out =
+      ExpectCtrWithin97Percent(dir, {"--mode", "sync", "--step-deadline-ms",
+                                     "60000", "--table-rows", "262144"});
+  EXPECT_EQ(out.find("hashed table"), std::string::npos) << out;
   std::string ps = testing::ReadFileOrEmpty(dir.File("run/pserver-0.log")) +
                    testing::ReadFileOrEmpty(dir.File("run/pserver-1.log"));
   EXPECT_NE(ps.find("sync mode: each step applies the sum of 2"),

@@ -7,6 +7,7 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include <algorithm>
 #include <string>
 #include <vector>
 
@@ -43,6 +44,33 @@ TEST(LaunchUsage, UsageFileIsWhatTheLauncherPrints) {
       << "cmd/launch/usage.txt is stale; after changing the launcher's "
          "flags run: build/cmd/launch/fabps-launch --help > "
          "cmd/launch/usage.txt";
+}
+
+// --model ctr's table flags go with one table: a refused combination is
+// one line naming the flag, exit code 2, before anything starts.
+TEST(LaunchUsage, CtrTableFlagsOfTheOtherTableAreRefused) {
+  struct Case {
+    std::vector<std::string> args;
+    std::string expect;
+  };
+  for (const Case& c : std::vector<Case>{
+           {{"--mode", "sync", "--table", "hashed"}, "--table: "},
+           {{"--table-rows", "262144"}, "--table-rows: "},
+           {{"--table", "fixed", "--admit-after", "2"}, "--admit-after: "},
+           {{"--mode", "sync", "--ttl-seconds", "60"}, "--ttl-seconds: "}}) {
+    TempDir dir;
+    std::vector<std::string> argv = {
+        testing::BuiltBinary("cmd/launch/fabps-launch"), "--model", "ctr",
+        "--run-dir", dir.File("run")};
+    argv.insert(argv.end(), c.args.begin(), c.args.end());
+    int st = RunAndWait(dir, argv);
+    EXPECT_TRUE(WIFEXITED(st) && WEXITSTATUS(st) == 2) << c.expect;
+    std::string out = testing::ReadFileOrEmpty(dir.File("out"));
+    EXPECT_EQ(out.find("fabps-launch: " + c.expect), 0u) << out;
+    EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
+    struct stat s;
+    EXPECT_NE(::stat(dir.File("run").c_str(), &s), 0) << "a job started";
+  }
 }
 
 TEST(LaunchUsage, RunShRefusesAnUnknownFlagBeforeBuilding) {

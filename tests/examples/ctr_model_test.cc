@@ -1,13 +1,14 @@
 // The CTR example's parts in process: the MLP's backward pass against
 // finite differences (of the loss in double, through float parameters),
 // AUC on known cases, the record format's round trip and refusals, and the
-// planted model's determinism and Zipf frequencies.
+// planted model's determinism, Zipf frequencies and 64-bit feature ids.
 #include "examples/ctr/ctr_model.h"
 
 #include <gtest/gtest.h>
 
 #include <cmath>
 #include <random>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -123,6 +124,31 @@ TEST(PlantedModel, DeterministicWithZipfFrequencies) {
   EXPECT_GT(clicks, 0);
   EXPECT_LT(clicks, n);
   EXPECT_NE(a.FeatureId(0, 1), a.FeatureId(1, 1)) << "fields hash apart";
+}
+
+// The hashed table keys rows by the ids themselves: they must use the whole
+// 64-bit id space (the tables are meant for ids of at least 40 bits), not
+// only small numbers. 16000 ids: about half have the top bit set (negative
+// as the int64 the trainer passes), and all are distinct.
+TEST(PlantedModel, FeatureIdsSpanThe64BitIdSpace) {
+  examples::ctr::PlantedModelOptions o;
+  o.fields = 8;
+  o.vocab = 2000;
+  examples::ctr::PlantedModel m(o);
+  std::set<uint64_t> ids;
+  int top_bit = 0, above_2_40 = 0;
+  for (int f = 0; f < o.fields; f++) {
+    for (int k = 0; k < o.vocab; k++) {
+      uint64_t id = m.FeatureId(f, k);
+      ids.insert(id);
+      top_bit += id >> 63;
+      above_2_40 += id >= (uint64_t{1} << 40);
+    }
+  }
+  const int n = o.fields * o.vocab;
+  EXPECT_EQ(ids.size(), static_cast<size_t>(n));
+  EXPECT_NEAR(top_bit / double(n), 0.5, 0.03);
+  EXPECT_GE(above_2_40, n - 2);
 }
 
 }  // namespace
