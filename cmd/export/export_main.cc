@@ -61,7 +61,9 @@ int main(int argc, char** argv) {
   app.add_option("--since", since_ms,
                  "a delta for serving, only with --checkpoints: hashed "
                  "tables' rows updated and ids evicted at or after this unix "
-                 "time in ms (the fabps.reached_ms of the export it follows)")
+                 "time in ms, the fabps.reached_ms of the export it follows "
+                 "(default: none, a full export)")
+
       ->needs(offline);
   app.add_option("--provider", provider,
                  "fabric provider for pulling from a running job");

@@ -223,11 +223,11 @@ def test_fixed_table_is_the_cpp_trainers_model(data, tmp_path):
     if not os.path.exists(cpp):
         pytest.skip("fabps-ctr-trainer is not built")
     data_dir, _ = data
-    common = ["--passes", "1", "--table-rows", "65536", "--seed", "7"]
+    common = ["--passes", "1", "--table", "fixed", "--table-rows", "65536",
+              "--seed", "7"]
     got = {}
     for name, argv in (("cpp", [cpp]),
-                       ("torch", torch_trainer() + ["--table", "fixed",
-                                                    "--no-prefetch"])):
+                       ("torch", torch_trainer() + ["--no-prefetch"])):
         (tmp_path / name).mkdir()
         j = Job(tmp_path / name)
         try:
