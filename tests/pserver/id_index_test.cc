@@ -18,7 +18,9 @@ void ExpectSame(const IdIndex& index,
   ASSERT_EQ(index.size(), want.size());
   for (const auto& [id, row] : want) ASSERT_EQ(index.Find(id), row) << id;
   for (uint64_t id : absent)
-    if (!want.count(id)) ASSERT_EQ(index.Find(id), -1) << id;
+    if (!want.count(id)) {
+      ASSERT_EQ(index.Find(id), -1) << id;
+    }
 }
 
 TEST(IdIndex, MatchesAMapUnderRandomInsertsMovesAndErases) {
