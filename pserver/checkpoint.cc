@@ -302,7 +302,7 @@ Status ReadRecords(const std::string& path,
       // a file that verifies also loads: the CRC vouches for the bytes, not
       // for the writer.
       std::vector<uint64_t> row_ids(rows);
-      std::memcpy(row_ids.data(), payload.data(), rows * 8);
+      if (rows > 0) std::memcpy(row_ids.data(), payload.data(), rows * 8);
       for (uint64_t x : row_ids) {
         if (BucketOfId(x, info.buckets) != info.index_in_param) {
           return corrupt(where + ": id " + std::to_string(x) +
