@@ -156,9 +156,10 @@ Status RowsPath::Finish(Read& r, Status so_far, Deadline deadline) {
   for (const auto& part : r.parts) {
     const uint32_t i = part.group.pserver;
     if (so_far.ok()) {
-      const char* in =
-          s_.staging(i)->data() + size_t{part.slot} * s_.peer(i).reg.slot_bytes +
-          protocol::RowsValuesOffset(PushKind::kRowsRead, part.group.ids.size());
+      const char* in = s_.staging(i)->data() +
+                       size_t{part.slot} * s_.peer(i).reg.slot_bytes +
+                       protocol::RowsValuesOffset(PushKind::kRowsRead,
+                                                  part.group.ids.size());
       for (const auto& [pos, idx] : part.group.entries) {
         std::memcpy(r.out + pos * r.row_bytes, in + size_t{idx} * r.row_bytes,
                     r.row_bytes);
