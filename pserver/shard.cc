@@ -39,15 +39,6 @@ void NameApplyWorker() {
 
 size_t Align64(size_t x) { return (x + 63) & ~size_t{63}; }
 
-// Fills n elements of type `dtype` at p with v.
-void Fill(DType dtype, char* p, size_t n, double v) {
-  if (dtype == DType::kFloat32) {
-    std::fill_n(reinterpret_cast<float*>(p), n, static_cast<float>(v));
-  } else {
-    std::fill_n(reinterpret_cast<double*>(p), n, v);
-  }
-}
-
 // A callable handed to TBB (enqueue, parallel_for bodies) whose fields TSan
 // can see arrive: each copy releases its own address after writing it and
 // every reader acquires the address it reads from (tsan_annotations.h).

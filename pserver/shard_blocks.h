@@ -3,6 +3,7 @@
 #ifndef FABPS_PSERVER_SHARD_BLOCKS_H_
 #define FABPS_PSERVER_SHARD_BLOCKS_H_
 
+#include <algorithm>
 #include <atomic>
 #include <condition_variable>
 #include <deque>
@@ -71,6 +72,15 @@ struct Shard::Block {
   std::deque<Pending> queue;
   bool draining = false;
 };
+
+// Fills n elements of type `dtype` at p with v.
+inline void Fill(DType dtype, char* p, size_t n, double v) {
+  if (dtype == DType::kFloat32) {
+    std::fill_n(reinterpret_cast<float*>(p), n, static_cast<float>(v));
+  } else {
+    std::fill_n(reinterpret_cast<double*>(p), n, v);
+  }
+}
 
 }  // namespace fabps::pserver
 

@@ -25,13 +25,7 @@ const void* StateFill(const UpdateRuleConfig& rule, DType dtype, size_t r,
   if (rule.kind != RuleKind::kAdaGrad || rule.adagrad_initial == 0)
     return nullptr;
   scratch->resize(r * DTypeSize(dtype));
-  if (dtype == DType::kFloat64) {
-    std::fill_n(reinterpret_cast<double*>(scratch->data()), r,
-                rule.adagrad_initial);
-  } else {
-    std::fill_n(reinterpret_cast<float*>(scratch->data()), r,
-                static_cast<float>(rule.adagrad_initial));
-  }
+  Fill(dtype, scratch->data(), r, rule.adagrad_initial);
   return scratch->data();
 }
 
