@@ -24,10 +24,17 @@ class SlurmError(Exception):
     pass
 
 
-def free_port():
-    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
+def free_ports(n):
+    """n distinct free loopback ports: every socket stays bound until all
+    are chosen, so the kernel cannot hand out one port twice."""
+    socks = [socket.socket(socket.AF_INET, socket.SOCK_STREAM) for _ in range(n)]
+    try:
+        for s in socks:
+            s.bind(("127.0.0.1", 0))
+        return [s.getsockname()[1] for s in socks]
+    finally:
+        for s in socks:
+            s.close()
 
 
 def wait_until(predicate, seconds, what):
@@ -52,19 +59,34 @@ class LocalSlurm:
         self.conf = os.path.join(directory, "slurm", "slurm.conf")
         self.procs = {}
 
+    # A port chosen free can be taken by another process before the daemon
+    # binds it; the daemons then start again on new ports.
+    START_TRIES = 3
+
     def __enter__(self):
         try:
             self._start_munge()
-            self._write_conf()
-            self._start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", self.conf])
-            for node in self.nodes:
-                self._start("slurmd-" + node, ["/usr/sbin/slurmd", "-D", "-N",
-                                               node, "-f", self.conf])
-            wait_until(self._nodes_idle, 60, "the Slurm nodes to become idle")
+            for attempt in range(1, self.START_TRIES + 1):
+                try:
+                    self._start_slurm()
+                    break
+                except SlurmError as e:
+                    if ("Address already in use" not in str(e)
+                            or attempt == self.START_TRIES):
+                        raise
+                    self._stop_slurm()
         except BaseException:
             self.stop()
             raise
         return self
+
+    def _start_slurm(self):
+        self._write_conf()
+        self._start("slurmctld", ["/usr/sbin/slurmctld", "-D", "-f", self.conf])
+        for node in self.nodes:
+            self._start("slurmd-" + node, ["/usr/sbin/slurmd", "-D", "-N",
+                                           node, "-f", self.conf])
+        wait_until(self._nodes_idle, 60, "the Slurm nodes to become idle")
 
     def __exit__(self, *exc):
         self.stop()
@@ -154,10 +176,11 @@ class LocalSlurm:
     def _write_conf(self):
         d = os.path.join(self.dir, "slurm")
         os.makedirs(os.path.join(d, "state"), exist_ok=True)
+        ctld_port, *node_ports = free_ports(1 + len(self.nodes))
         conf = f"""\
 ClusterName=fabpstest
 SlurmctldHost={self.host}(127.0.0.1)
-SlurmctldPort={free_port()}
+SlurmctldPort={ctld_port}
 SlurmUser=root
 SlurmdUser=root
 AuthType=auth/munge
@@ -180,9 +203,9 @@ AccountingStorageType=accounting_storage/none
 JobAcctGatherType=jobacct_gather/none
 MinJobAge=600
 """
-        for node in self.nodes:
+        for node, port in zip(self.nodes, node_ports):
             conf += (f"NodeName={node} NodeHostname={self.host} NodeAddr=127.0.0.1 "
-                     f"Port={free_port()} CPUs={self.cpus} State=UNKNOWN\n")
+                     f"Port={port} CPUs={self.cpus} State=UNKNOWN\n")
         conf += (f"PartitionName=fabps Nodes={','.join(self.nodes)} Default=YES "
                  "MaxTime=INFINITE State=UP OverSubscribe=FORCE:8\n")
         with open(self.conf, "w") as f:
@@ -207,7 +230,11 @@ MinJobAge=600
 
     def _nodes_idle(self):
         self._running()
-        p = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False, timeout=10)
+        try:
+            p = self.run(["sinfo", "-h", "-N", "-o", "%t"], check=False,
+                         timeout=10)
+        except subprocess.TimeoutExpired:  # slurmctld busy, or not it
+            return False
         return p.returncode == 0 and p.stdout.split() == ["idle"] * len(self.nodes)
 
     def stop(self):
@@ -220,7 +247,15 @@ MinJobAge=600
                       .stdout.strip(), 60, "the jobs to end")
             except (TimeoutError, SlurmError, subprocess.TimeoutExpired):
                 pass
-        for name in [f"slurmd-{n}" for n in self.nodes] + ["slurmctld", "munged"]:
+        self._stop_slurm()
+        self._stop_procs(["munged"])
+
+    def _stop_slurm(self):
+        self._stop_procs([f"slurmd-{n}" for n in self.nodes] + ["slurmctld"])
+
+    def _stop_procs(self, names):
+        """Stops the named daemons by PID (SIGTERM, SIGKILL after 15 s)."""
+        for name in names:
             p = self.procs.pop(name, None)
             if p is None or p.poll() is not None:
                 continue
