@@ -43,6 +43,15 @@ std::string QueryOne(int port, const std::string& query, std::string* raw) {
   return result[0]["value"][1].get<std::string>();
 }
 
+// True once Prometheus on `port` answers that it is ready.
+bool Ready(int port) {
+  httplib::Client c("127.0.0.1", port);
+  c.set_connection_timeout(2);
+  c.set_read_timeout(5);
+  auto res = c.Get("/-/ready");
+  return res && res->status == 200;
+}
+
 TEST(PrometheusTest, ScrapesPushesAppliedFromARealPserver) {
   if (::access(kPrometheus, X_OK) != 0)
     GTEST_SKIP() << kPrometheus << " not installed (Debian package prometheus)";
@@ -88,14 +97,26 @@ TEST(PrometheusTest, ScrapesPushesAppliedFromARealPserver) {
       << "scrape_configs:\n  - job_name: fabps\n    static_configs:\n"
       << "      - targets: ['127.0.0.1:" << metrics_port << "']\n";
   }
-  int web_port = testing::FreeTcpPort();
-  std::string log = dir.File("prometheus.log");
-  auto prom = testing::Subprocess::Start(
-      {kPrometheus, "--config.file=" + config,
-       "--storage.tsdb.path=" + dir.File("tsdb"),
-       "--web.listen-address=127.0.0.1:" + std::to_string(web_port)},
-      log);
-  ASSERT_TRUE(prom.ok()) << prom.status().ToString();
+  // A port chosen free can be taken before Prometheus binds it: then it
+  // exits saying so, and starts again on another.
+  int web_port = -1;
+  std::string log;
+  Result<testing::Subprocess> prom = Status::Unavailable("not started");
+  for (int attempt = 0; attempt < 3; ++attempt) {
+    web_port = testing::FreeTcpPort();
+    log = dir.File("prometheus-" + std::to_string(attempt) + ".log");
+    prom = testing::Subprocess::Start(
+        {kPrometheus, "--config.file=" + config,
+         "--storage.tsdb.path=" + dir.File("tsdb"),
+         "--web.listen-address=127.0.0.1:" + std::to_string(web_port)},
+        log);
+    ASSERT_TRUE(prom.ok()) << prom.status().ToString();
+    testing::WaitUntil([&] { return !prom->running() || Ready(web_port); },
+                       Deadline::InMs(60'000));
+    if (prom->running() || testing::ReadFileOrEmpty(log).find(
+                               "address already in use") == std::string::npos)
+      break;
+  }
 
   std::string got, raw;
   bool seen = testing::WaitUntil(
