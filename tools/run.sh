@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # The main job: installs what is missing, builds the binaries it needs,
 # checks the fabrics and runs a local distributed training of Fashion-MNIST
-# (a master, 2 pservers and 2 trainers on the embedded local store) through
-# fabps-launch. Arguments go to fabps-launch: `tools/run.sh --help` lists
+# (a master, 2 pservers and 2 trainers on the embedded local store; another
+# model with --model, e.g. ctr) through fabps-launch. Arguments go to fabps-launch: `tools/run.sh --help` lists
 # them.
 #
 # The arguments are checked first, before anything is installed or built,
@@ -62,18 +62,39 @@ check_launcher_args() {
 
 check_launcher_args "$@"
 tools/setup.sh
-# Only the main job's binaries (tools/test.sh builds everything); the Python
-# package and the torch trainer only for --trainer torch.
-targets=(--target fabps-launch --target fabps-master --target fabps-pserver
-  --target fabps-fashion-mnist-trainer --target fabps-doctor
-  --target fabps-convert-fashion-mnist)
+# Only the binaries of the job asked for (tools/test.sh builds everything):
+# the model's trainer and data tool (--model), the Python package and the
+# torch trainer only for --trainer torch.
+model=fashion-mnist
+trainer=cpp
 prev=""
 for arg in "$@"; do
-  if [ "$arg" = "--trainer=torch" ] || { [ "$prev" = "--trainer" ] && [ "$arg" = torch ]; }; then
-    targets+=(--target fabps_python --target fabps_fashion_mnist_torch)
-  fi
+  case "$prev" in
+    --model) model=$arg ;;
+    --trainer) trainer=$arg ;;
+  esac
+  case "$arg" in
+    --model=*) model=${arg#--model=} ;;
+    --trainer=*) trainer=${arg#--trainer=} ;;
+  esac
   prev=$arg
 done
+targets=(--target fabps-launch --target fabps-master --target fabps-pserver
+  --target fabps-doctor)
+case "$model" in
+  ctr)
+    targets+=(--target fabps-ctr-trainer --target fabps-ctr-gen)
+    torch_trainer=fabps_ctr_torch
+    ;;
+  *)
+    targets+=(--target fabps-fashion-mnist-trainer
+      --target fabps-convert-fashion-mnist)
+    torch_trainer=fabps_fashion_mnist_torch
+    ;;
+esac
+if [ "$trainer" = torch ]; then
+  targets+=(--target fabps_python --target "$torch_trainer")
+fi
 tools/build.sh "${targets[@]}"
 "$build/cmd/doctor/fabps-doctor" || true
 exec "$build/cmd/launch/fabps-launch" "$@"

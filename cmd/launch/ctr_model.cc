@@ -5,6 +5,10 @@
 // the 64-bit feature ids with admission and eviction on (--table hashed,
 // the default in async mode), or a fixed table of --table-rows rows
 // (--table fixed, the default with --mode sync: hashed tables run async).
+// Its trainers are the C++ one (examples/ctr) or the PyTorch one
+// (examples/ctr_torch, fabps.torch.EmbeddingBag through the fabps Python
+// package, async only), which take the same flags and write the same
+// metrics lines.
 #include <algorithm>
 #include <cmath>
 #include <cstdio>
@@ -18,12 +22,16 @@
 namespace fabps::launch {
 namespace {
 
+constexpr const char* kCppTrainer = "examples/ctr/fabps-ctr-trainer";
+constexpr const char* kTorchTrainer = "examples/ctr_torch/fabps-ctr-torch";
+
 class CtrModel final : public ModelSpec {
  public:
   std::string name() const override { return "ctr"; }
   std::string summary() const override {
     return "examples/ctr: a hashed (or fixed) 16-float embedding table "
-           "moved by rows, test AUC against the planted model's";
+           "moved by rows, test AUC against the planted model's (--trainer "
+           "torch: examples/ctr_torch)";
   }
   const ModelDefaults& defaults() const override {
     // The CTR trainer's own defaults; a checkpoint of a 256 MiB table takes
@@ -34,7 +42,7 @@ class CtrModel final : public ModelSpec {
                                     /*lr=*/0.02,
                                     /*lr_final=*/NAN,
                                     /*save_period=*/120,
-                                    /*trainers=*/{"cpp"},
+                                    /*trainers=*/{"cpp", "torch"},
                                     /*rules=*/protocol::RuleNames(),
                                     /*sync=*/true,
                                     /*init_from_trainer=*/""};
@@ -83,6 +91,11 @@ class CtrModel final : public ModelSpec {
 
   Status ResolveFlags(const CLI::App& app, const LaunchFlags& f) override {
     if (table_.empty()) table_ = f.Sync() ? "fixed" : "hashed";
+    if (f.trainer == "torch" && f.Sync()) {
+      return Status::InvalidArgument(
+          "--mode sync: with --trainer cpp only (the PyTorch CTR trainer "
+          "runs async)");
+    }
     if (table_ == "hashed" && f.Sync()) {
       return Status::InvalidArgument(
           "--table: hashed tables run in async mode only: with --mode sync "
@@ -138,11 +151,17 @@ class CtrModel final : public ModelSpec {
     return Status::OK();
   }
 
+  std::vector<std::pair<std::string, std::string>> TrainerEnvironment(
+      const LaunchFlags& f) const override {
+    if (f.trainer == "torch") return PythonTrainerEnvironment(f);
+    return {};
+  }
+
   std::vector<std::string> TrainerArgv(const ModelContext& ctx,
                                        int t) const override {
     const LaunchFlags& f = ctx.flags;
-    std::vector<std::string> a =
-        CommonTrainerArgv(ctx, "examples/ctr/fabps-ctr-trainer", t);
+    std::vector<std::string> a = CommonTrainerArgv(
+        ctx, f.trainer == "torch" ? kTorchTrainer : kCppTrainer, t);
     a.insert(a.end(), {"--table", table_});
     if (table_ == "hashed") {
       a.insert(a.end(), {"--buckets", std::to_string(buckets_), "--admit-after",

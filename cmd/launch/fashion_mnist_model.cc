@@ -73,9 +73,7 @@ class FashionMnistModel final : public ModelSpec {
 
   std::vector<std::pair<std::string, std::string>> TrainerEnvironment(
       const LaunchFlags& f) const override {
-    // The torch trainer (a /usr/bin/python3 script) imports the build's
-    // fabps package.
-    if (f.trainer == "torch") return {{"PYTHONPATH", f.Bin("python")}};
+    if (f.trainer == "torch") return PythonTrainerEnvironment(f);
     return {};
   }
 

@@ -64,4 +64,9 @@ std::vector<std::string> CommonTrainerArgv(const ModelContext& ctx,
           "10000"};
 }
 
+std::vector<std::pair<std::string, std::string>> PythonTrainerEnvironment(
+    const LaunchFlags& flags) {
+  return {{"PYTHONPATH", flags.Bin("python")}};
+}
+
 }  // namespace fabps::launch

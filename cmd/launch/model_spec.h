@@ -107,6 +107,11 @@ class ModelSpec {
 std::vector<std::string> CommonTrainerArgv(const ModelContext& ctx,
                                            const std::string& program, int t);
 
+// The environment of a trainer that is a /usr/bin/python3 script (the torch
+// trainers): PYTHONPATH names the build's fabps package.
+std::vector<std::pair<std::string, std::string>> PythonTrainerEnvironment(
+    const LaunchFlags& flags);
+
 // Registers a spec at static initialization: one per model file, e.g.
 //   const ModelRegistration kRegistration(std::make_unique<CtrModel>());
 class ModelRegistration {

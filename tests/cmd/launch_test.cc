@@ -6,8 +6,9 @@
 // passes reach 0.85 test accuracy, and a pserver killed mid-run; and the
 // CTR model (--model ctr): on its default hashed table (async) and on a
 // fixed table (--mode sync), within 0.97 of the planted model's test AUC,
-// the summary showing the hashed table's rows; and a short one-pass job on
-// the hashed table.
+// the summary showing the hashed table's rows, also with its PyTorch trainer
+// (--model ctr --trainer torch); and a short one-pass job on the hashed
+// table.
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -303,6 +304,32 @@ TEST(Launch, CtrModelComesWithin97PercentOfThePlantedAuc) {
   EXPECT_NE(t0.find("hashed table of 16-float rows in 8 buckets"),
             std::string::npos)
       << t0;
+}
+
+// The PyTorch CTR trainer (examples/ctr_torch, fabps.torch.EmbeddingBag)
+// under the launcher: the same flags, AUC and summary as the C++ one's;
+// sync mode is the C++ trainer's only.
+TEST(Launch, TorchCtrTrainersComeWithin97PercentOfThePlantedAuc) {
+  std::string why;
+  if (!TorchTrainerAvailable(&why)) GTEST_SKIP() << why;
+  TempDir dir;
+  std::string out = ExpectCtrWithin97Percent(dir, {"--trainer", "torch"});
+  HashedTableLine t = HashedTableOf(out, "emb");
+  ASSERT_TRUE(t.found) << out;
+  EXPECT_GT(t.rows, 1000) << out;
+  EXPECT_EQ(t.admitted, t.rows + t.evicted) << out;
+  std::string t0 = testing::ReadFileOrEmpty(dir.File("run/trainer-0.log"));
+  EXPECT_NE(t0.find("fabps-ctr-torch"), std::string::npos) << t0;
+
+  TempDir sync_dir;
+  int code = -1;
+  std::string refused = RunLauncher(
+      sync_dir, {"--model", "ctr", "--trainer", "torch", "--mode", "sync"},
+      &code, 1);
+  EXPECT_EQ(code, 2) << refused;
+  EXPECT_NE(refused.find("--mode sync: with --trainer cpp only"),
+            std::string::npos)
+      << refused;
 }
 
 // A short job on the hashed table (one pass over 20000 impressions): rows

@@ -17,7 +17,7 @@ def role_of(cmdline):
     if prog == "etcd":
         return "etcd"
     if "trainer" in prog or "torch" in prog or any(
-            "fashion_mnist_torch" in a for a in cmdline[:2]):
+            os.path.basename(a).endswith("-torch") for a in cmdline[:2]):
         return "trainer"
     return None
 
