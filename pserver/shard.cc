@@ -270,19 +270,7 @@ Result<BlockRegion> Shard::ValueRegion(uint32_t block) const {
 Status Shard::InitBlock(uint32_t block, const void* values, size_t bytes) {
   FABPS_ASSIGN_OR_RETURN(const Block* cb, Find(block));
   Block* b = const_cast<Block*>(cb);
-  if (b->hashed) {
-    if (bytes != 0) {
-      return Status::InvalidArgument("init of block " + std::to_string(block) +
-                                     ": a bucket of hashed "
-                                     "table '" +
-                                     b->table->spec->name +
-                                     "' takes no values");
-    }
-    std::lock_guard<std::mutex> lock(b->mu);
-    b->hashed->Clear();
-    b->update_count = 0;
-    return Status::OK();
-  }
+  if (b->hashed) return InitHashed(b, values, bytes);
   if (values == nullptr || bytes != b->value_bytes) {
     return Status::InvalidArgument("init of block " + std::to_string(block) +
                                    ": " + std::to_string(bytes) +

@@ -53,7 +53,9 @@
 // the rows of admitted ids (creating the row of an id that this push
 // admits from its initial value) and counts the others toward admission;
 // the bucket's update count goes up once per push, as a block's. A dense
-// gradient or InitBlock with values is refused; GatherHashed reads rows
+// gradient is refused; InitBlock of a bucket sets its rows from ids and
+// values (protocol/id_rows.h: a job started from a model file); GatherHashed
+// reads rows
 // (the initial row for an id without one); EvictHashed drops rows by TTL
 // and budget; HashedStats counts. Hashed tables run in async mode only
 // (Create refuses them in sync mode). Times are unix milliseconds, so they
@@ -210,7 +212,12 @@ class Shard {
 
   // Sets a block's values (`bytes` == num_elements * element size), resets
   // its optimizer state and update count (kSync: the block is at step 0 and
-  // its partial sum is dropped). Under the block's lock.
+  // its partial sum is dropped). Under the block's lock. A bucket of a
+  // hashed table instead holds exactly the rows `values` gives with their
+  // ids afterwards (protocol/id_rows.h; empty: none), each admitted now
+  // with the rule's initial state, and its update count is 0; ids must be
+  // distinct and of the bucket, or the bucket is left as it was
+  // (InvalidArgument naming the id).
   Status InitBlock(uint32_t block, const void* values, size_t bytes);
   // Copies a consistent snapshot of a block's values into `out`.
   Status ReadValues(uint32_t block, void* out, size_t bytes) const;
@@ -306,6 +313,7 @@ class Shard {
   Status ApplySparseLocked(Block* b, const GradientRef& g);
   template <typename T>
   Status ApplyHashedLocked(Block* b, const GradientRef& g);
+  Status InitHashed(Block* b, const void* values, size_t bytes);
   // Drops rows of `b` (locked inside) with updated_ms < cutoff; at most
   // `limit` of them. Returns how many.
   uint64_t EvictOlder(Block* b, int64_t cutoff, uint64_t limit, int64_t now_ms);

@@ -4,6 +4,7 @@
 #include <cmath>
 #include <cstring>
 
+#include "protocol/id_rows.h"
 #include "pserver/shard.h"
 #include "pserver/shard_blocks.h"
 #include "pserver/sparse_rows.h"
@@ -81,6 +82,42 @@ Status Shard::ApplyHashedLocked(Block* b, const GradientRef& g) {
 
 template Status Shard::ApplyHashedLocked<float>(Block*, const GradientRef&);
 template Status Shard::ApplyHashedLocked<double>(Block*, const GradientRef&);
+
+Status Shard::InitHashed(Block* b, const void* values, size_t bytes) {
+  const Table& t = *b->table;
+  const BlockInfo& info = *b->info;
+  const std::string what = "init of bucket " + std::to_string(info.id);
+  Result<protocol::IdRowsView> parsed =
+      protocol::ParseIdRows(values, bytes, t.row_bytes);
+  if (!parsed.ok()) return parsed.status().WithContext(what);
+  const protocol::IdRowsView& v = *parsed;
+  std::vector<char> fill;
+  const void* state_fill =
+      StateFill(*b->rule, b->dtype, info.row_elements, &fill);
+  const int64_t now = NowUnixMs();
+  HashedRows fresh(t.row_bytes, t.slots);
+  fresh.Reserve(v.rows);
+  for (uint64_t i = 0; i < v.rows; ++i) {
+    const uint64_t id = v.id(i);
+    if (BucketOfId(id, info.buckets) != info.index_in_param) {
+      return Status::InvalidArgument(
+          what + ": id " + std::to_string(id) + " is in bucket " +
+          std::to_string(BucketOfId(id, info.buckets)) + ", not " +
+          std::to_string(info.index_in_param));
+    }
+    if (fresh.Find(id) >= 0) {
+      return Status::InvalidArgument(what + ": id " + std::to_string(id) +
+                                     " is given twice");
+    }
+    const size_t row = fresh.Insert(id, v.row(i, t.row_bytes), state_fill);
+    fresh.Touch(row, now, ++row_version_);
+  }
+  std::lock_guard<std::mutex> lock(b->mu);
+  *b->hashed = std::move(fresh);
+  b->update_count = 0;
+  b->table->admitted += v.rows;
+  return Status::OK();
+}
 
 Status Shard::GatherHashed(uint32_t block, const uint64_t* ids, uint64_t count,
                            void* out) const {

@@ -33,10 +33,13 @@ Status ExportModel(PServerClient* client, const std::string& path,
                    const std::string& source, Deadline deadline);
 
 // Reads the model file at `path` for a job whose parameters are `params`:
-// returns each parameter's bytes in `params` order. The file must hold
-// exactly those tensors with their dtypes and shapes: InvalidArgument naming
-// the first tensor that is missing, extra, or of another dtype or shape;
-// the file's own errors (NotFound, Corruption) name the file.
+// returns each parameter's bytes in `params` order; a hashed table's are its
+// rows with their ids (protocol/id_rows.h), from its "<name>.ids" and
+// "<name>.values" tensors (any row count; ids distinct), as InitTable takes
+// them. The file must hold exactly those tensors with their dtypes and
+// shapes: InvalidArgument naming the first tensor that is missing, extra,
+// or of another dtype or shape; the file's own errors (NotFound,
+// Corruption) name the file.
 Result<std::vector<std::string>> ReadModelFor(
     const std::string& path, const std::vector<ParamSpec>& params);
 

@@ -1,6 +1,10 @@
 #include "trainer/param_init.h"
 
+#include <algorithm>
+#include <cstring>
+
 #include "base/log.h"
+#include "protocol/id_rows.h"
 #include "pserver/rpc/init_config.h"
 
 namespace fabps::trainer {
@@ -18,7 +22,9 @@ Result<bool> ParamInit::Begin(bool selected, Deadline deadline) {
 }
 
 Status ParamInit::AddTable(const ParamSpec& spec,
-                           const protocol::TableConfig& config) {
+                           const protocol::TableConfig& config,
+                           const uint64_t* ids, const void* values,
+                           uint64_t rows) {
   if (!protocol::IsHashed(spec)) {
     return Status::InvalidArgument("InitTable: '" + spec.name +
                                    "' is not a hashed table (HashedSpec)");
@@ -27,8 +33,22 @@ Status ParamInit::AddTable(const ParamSpec& spec,
       protocol::CheckParamSpec(spec).WithContext("InitTable"));
   FABPS_RETURN_IF_ERROR(protocol::ValidateTableConfig(config).WithContext(
       "InitTable '" + spec.name + "'"));
-  // A hashed table starts without rows: nothing to send but its spec.
-  params_.push_back({spec, std::string()});
+  const size_t row_bytes = protocol::RowElements(spec) * DTypeSize(spec.dtype);
+  if (rows > 0 && (ids == nullptr || values == nullptr)) {
+    return Status::InvalidArgument("InitTable '" + spec.name +
+                                   "': " + std::to_string(rows) +
+                                   " rows without their ids or values");
+  }
+  std::vector<uint64_t> sorted(ids, ids + rows);
+  std::sort(sorted.begin(), sorted.end());
+  auto repeated = std::adjacent_find(sorted.begin(), sorted.end());
+  if (repeated != sorted.end()) {
+    return Status::InvalidArgument("InitTable '" + spec.name + "': id " +
+                                   std::to_string(*repeated) +
+                                   " is given twice");
+  }
+  params_.push_back(
+      {spec, protocol::EncodeIdRows(ids, values, rows, row_bytes)});
   tables_[spec.name] = config;
   return Status::OK();
 }
@@ -49,6 +69,55 @@ Status ParamInit::Finish(Deadline deadline) {
   // Let another trainer (or a later call) take the election over.
   if (!s.ok()) s_.election().Abandon();
   return s;
+}
+
+Status ParamInit::SendTableRows(const Pending& p, const Layout& layout,
+                                Deadline deadline) {
+  const size_t row_bytes =
+      protocol::RowElements(p.spec) * DTypeSize(p.spec.dtype);
+  FABPS_ASSIGN_OR_RETURN(
+      protocol::IdRowsView v,
+      protocol::ParseIdRows(p.values.data(), p.values.size(), row_bytes));
+  FABPS_ASSIGN_OR_RETURN(uint32_t param, layout.FindParam(p.spec.name));
+  const uint32_t buckets = p.spec.buckets;
+  // Each bucket's rows, in the given order.
+  std::vector<std::vector<uint64_t>> of_bucket(buckets);
+  for (uint64_t i = 0; i < v.rows; ++i)
+    of_bucket[protocol::BucketOfId(v.id(i), buckets)].push_back(i);
+  const PServerClientOptions& options = s_.options();
+  std::vector<uint64_t> ids;
+  std::string values;
+  for (uint32_t bucket = 0; bucket < buckets; ++bucket) {
+    const protocol::BlockInfo& b =
+        layout.blocks()[layout.FirstBlockOf(param) + bucket];
+    const std::vector<uint64_t>& rows = of_bucket[bucket];
+    if (rows.empty()) continue;  // buckets start empty
+    if (rows.size() * (row_bytes + 8) > kMaxBucketInitBytes) {
+      return Status::InvalidArgument(
+          "InitTable '" + p.spec.name + "': bucket " + std::to_string(bucket) +
+          " would start with " + std::to_string(rows.size()) +
+          " rows, more than one message carries (" +
+          std::to_string(kMaxBucketInitBytes >> 20) +
+          " MiB): give the table more buckets");
+    }
+    ids.resize(rows.size());
+    values.resize(rows.size() * row_bytes);
+    for (size_t k = 0; k < rows.size(); ++k) {
+      ids[k] = v.id(rows[k]);
+      std::memcpy(&values[k * row_bytes], v.row(rows[k], row_bytes), row_bytes);
+    }
+    const std::string bytes = protocol::EncodeIdRows(ids.data(), values.data(),
+                                                     rows.size(), row_bytes);
+    if (deadline.Expired()) {
+      return Status::TimedOut(
+          "initialization not finished by the deadline (at InitBlock)");
+    }
+    FABPS_RETURN_IF_ERROR(s_.connections()[b.pserver]->Call(
+        "InitBlock", [&](ps::PServerClient& pc) {
+          pc.InitBlock(options.trainer_id, static_cast<int32_t>(b.id), bytes);
+        }));
+  }
+  return Status::OK();
 }
 
 Status ParamInit::Send(Deadline deadline) {
@@ -80,9 +149,13 @@ Status ParamInit::Send(Deadline deadline) {
     }
     FABPS_RETURN_IF_ERROR(st);
   }
+  for (const Pending& p : params_) {
+    if (protocol::IsHashed(p.spec) && !p.values.empty())
+      FABPS_RETURN_IF_ERROR(SendTableRows(p, built, deadline));
+  }
   for (const auto& b : built.blocks()) {
     const auto& p = params_[b.param];
-    if (protocol::IsHashedBlock(b)) continue;  // buckets start empty
+    if (protocol::IsHashedBlock(b)) continue;  // sent above
     const size_t esize = DTypeSize(p.spec.dtype);
     std::string values =
         p.values.substr(b.first_element * esize, b.num_elements * esize);

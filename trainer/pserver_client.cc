@@ -71,9 +71,10 @@ Status PServerClient::InitParam(const ParamSpec& spec, const void* data,
 }
 
 Status PServerClient::InitTable(const ParamSpec& spec,
-                                const TableConfig& config) {
+                                const TableConfig& config, const uint64_t* ids,
+                                const void* values, uint64_t rows) {
   std::lock_guard<std::mutex> l(impl_->mu);
-  return impl_->init.AddTable(spec, config);
+  return impl_->init.AddTable(spec, config, ids, values, rows);
 }
 
 Status PServerClient::FinishInitParams() {

@@ -147,9 +147,14 @@ class PServerClient {
   Status InitParam(const ParamSpec& spec, const void* data, size_t bytes);
   // Records a hashed table (spec from HashedSpec: kind kHashed, the shape
   // of one row, its buckets) with its initial rows, admission and eviction
-  // (protocol/hashed_table.h). It starts without rows. Its rows move by
-  // SendRows and GetRows with any 64-bit ids (int64 bits read as uint64).
-  Status InitTable(const ParamSpec& spec, const TableConfig& config);
+  // (protocol/hashed_table.h). It starts without rows, or with the `rows`
+  // given (distinct ids at `ids`, their values row after row at `values`,
+  // copied; e.g. a model file's, ReadModelFor), each admitted with the
+  // rule's initial state. Its rows move by SendRows and GetRows with any
+  // 64-bit ids (int64 bits read as uint64).
+  Status InitTable(const ParamSpec& spec, const TableConfig& config,
+                   const uint64_t* ids = nullptr, const void* values = nullptr,
+                   uint64_t rows = 0);
   // Builds the layout from every InitParam, sends it and the values to the
   // pservers and ends initialization. "Already initialized" counts as OK.
   // TimedOut when `deadline` (without one: init_wait_ms) passes before the

@@ -45,7 +45,7 @@ class CtrModel final : public ModelSpec {
                                     /*trainers=*/{"cpp", "torch"},
                                     /*rules=*/protocol::RuleNames(),
                                     /*sync=*/true,
-                                    /*init_from_trainer=*/""};
+                                    /*init_from_trainer=*/"cpp"};
     return d;
   }
   PassMetric metric() const override { return {"test_auc", "auc", "test AUC"}; }
@@ -163,6 +163,7 @@ class CtrModel final : public ModelSpec {
     std::vector<std::string> a = CommonTrainerArgv(
         ctx, f.trainer == "torch" ? kTorchTrainer : kCppTrainer, t);
     a.insert(a.end(), {"--table", table_});
+    if (!f.init_from.empty()) a.insert(a.end(), {"--init-from", f.init_from});
     if (table_ == "hashed") {
       a.insert(a.end(), {"--buckets", std::to_string(buckets_), "--admit-after",
                          std::to_string(admit_after_), "--ttl-seconds",

@@ -14,10 +14,12 @@
 #include "examples/ctr/ctr_model.h"
 #include "examples/ctr/ctr_record.h"
 #include "examples/fashion_mnist/fashion_data.h"
+#include "protocol/id_rows.h"
 #include "recordio/reader.h"
 #include "recordio/scanner.h"
 #include "trainer/master_client.h"
 #include "trainer/metrics_log.h"
+#include "trainer/model_file.h"
 #include "trainer/pserver_client.h"
 
 namespace fabps::examples::ctr {
@@ -86,6 +88,13 @@ class CtrTrainer {
 
  private:
   Status SetUp() {
+    // A model file to start from is read before anything else, so a
+    // mismatch stops every trainer before it talks to a daemon.
+    if (!config_.init_from.empty()) {
+      auto read = trainer::ReadModelFor(config_.init_from, ModelSpecs());
+      if (!read.ok()) return read.status().WithContext("--init-from");
+      initial_ = std::move(*read);
+    }
     FABPS_ASSIGN_OR_RETURN(metrics_, MetricsLog::Open(config_.metrics_file));
     // Trainer 0 evaluates (a restarted trainer 0 keeps the role).
     evaluator_ = config_.trainer_id == 0 && !config_.test_data.empty();
@@ -145,45 +154,77 @@ class CtrTrainer {
     return Status::OK();
   }
 
-  Status InitParams() {
+  // The table and the MLP, as the pservers and a model file hold them.
+  std::vector<trainer::ParamSpec> ModelSpecs() const {
+    std::vector<trainer::ParamSpec> specs;
     if (config_.hashed()) {
-      // The pservers draw a row's initial values from (seed, id) when it is
-      // first read or admitted: nothing to send.
+      specs.push_back(trainer::HashedSpec(
+          kEmbeddingName, trainer::DType::kFloat32,
+          {static_cast<uint64_t>(kEmbeddingDim)}, config_.buckets));
+    } else {
+      specs.push_back(
+          {kEmbeddingName,
+           trainer::DType::kFloat32,
+           {config_.table_rows, static_cast<uint64_t>(kEmbeddingDim)}});
+    }
+    for (const MlpTensor& t : params_.tensors)
+      specs.push_back({t.name, trainer::DType::kFloat32, t.shape});
+    return specs;
+  }
+
+  Status InitParams() {
+    const std::vector<trainer::ParamSpec> specs = ModelSpecs();
+    const std::string from = config_.init_from.empty()
+                                 ? "seed " + std::to_string(config_.seed)
+                                 : "from " + config_.init_from;
+    if (config_.hashed()) {
+      // Without a model file the pservers draw a row's initial values from
+      // (seed, id) when it is first read or admitted: nothing to send.
       const trainer::TableConfig& t = config_.table_config;
+      std::vector<uint64_t> ids;
+      const char* values = nullptr;
+      if (!initial_.empty()) {
+        FABPS_ASSIGN_OR_RETURN(
+            protocol::IdRowsView v,
+            protocol::ParseIdRows(initial_[0].data(), initial_[0].size(),
+                                  kEmbeddingDim * sizeof(float)));
+        for (uint64_t i = 0; i < v.rows; ++i) ids.push_back(v.id(i));
+        values = v.values;
+      }
       FABPS_LOG(INFO) << "initializing: hashed table of " << kEmbeddingDim
                       << "-float rows in " << config_.buckets
                       << " buckets (init " << protocol::RowInitName(t.init)
                       << " " << t.init_scale << ", admit after "
                       << t.admit_after << ", ttl " << t.ttl_seconds
                       << " s, budget " << (t.budget_bytes >> 20)
-                      << " MiB per pserver), MLP " << params_.inputs << "-"
-                      << params_.hidden << "-1, seed " << config_.seed;
-      FABPS_RETURN_IF_ERROR(ps_->InitTable(
-          trainer::HashedSpec(kEmbeddingName, trainer::DType::kFloat32,
-                              {static_cast<uint64_t>(kEmbeddingDim)},
-                              config_.buckets),
-          t));
+                      << " MiB per pserver, " << ids.size()
+                      << " rows to start with), MLP " << params_.inputs << "-"
+                      << params_.hidden << "-1, " << from;
+      FABPS_RETURN_IF_ERROR(
+          ps_->InitTable(specs[0], t, ids.data(), values, ids.size()));
     } else {
       const uint64_t n = config_.table_rows * kEmbeddingDim;
       FABPS_LOG(INFO) << "initializing: table " << config_.table_rows << " x "
                       << kEmbeddingDim << " (" << (n * 4 >> 20) << " MiB), MLP "
-                      << params_.inputs << "-" << params_.hidden << "-1, seed "
-                      << config_.seed;
-      std::vector<float> table(n);
-      InitEmbedding(config_.seed, kEmbeddingInitScale, table.data(), n);
-      trainer::ParamSpec spec{
-          kEmbeddingName,
-          trainer::DType::kFloat32,
-          {config_.table_rows, static_cast<uint64_t>(kEmbeddingDim)}};
+                      << params_.inputs << "-" << params_.hidden << "-1, "
+                      << from;
+      std::vector<float> table;
+      const void* values = initial_.empty() ? nullptr : initial_[0].data();
+      if (values == nullptr) {
+        table.resize(n);
+        InitEmbedding(config_.seed, kEmbeddingInitScale, table.data(), n);
+        values = table.data();
+      }
       FABPS_RETURN_IF_ERROR(
-          ps_->InitParam(spec, table.data(), n * sizeof(float)));
+          ps_->InitParam(specs[0], values, n * sizeof(float)));
     }
     InitCtrMlp(config_.seed, &params_);
     for (size_t i = 0; i < params_.tensors.size(); i++) {
-      const MlpTensor& t = params_.tensors[i];
+      const void* values =
+          initial_.empty() ? params_.tensors[i].values.data()
+                           : static_cast<const void*>(initial_[i + 1].data());
       FABPS_RETURN_IF_ERROR(
-          ps_->InitParam({t.name, trainer::DType::kFloat32, t.shape},
-                         t.values.data(), param_buffers_[i].bytes));
+          ps_->InitParam(specs[i + 1], values, param_buffers_[i].bytes));
     }
     if (config_.sync()) {
       const double zero = 0;
@@ -544,6 +585,9 @@ class CtrTrainer {
   std::unique_ptr<trainer::MasterClient> master_;
 
   CtrMlpParams params_, grads_;
+  // The --init-from file's parameters (trainer::ReadModelFor), in
+  // ModelSpecs() order; empty without one.
+  std::vector<std::string> initial_;
   std::vector<trainer::ParamBuffer> param_buffers_, grad_buffers_;
   CtrMlp mlp_;
   Impressions batch_;

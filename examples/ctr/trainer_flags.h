@@ -44,6 +44,10 @@ struct CtrTrainerConfig {
   trainer::UpdateRuleConfig emb_rule;  // of "emb"
   trainer::UpdateRuleConfig mlp_rule;  // of fc1.*, fc2.*
   uint64_t seed = 1;
+  // A model file (docs/formats/safetensors.md: a job's export, e.g.
+  // fabps-export --checkpoints) the initializing trainer starts the table
+  // and the MLP from instead of --seed; "": none.
+  std::string init_from;
   // 2^22 elements: 2^18 table rows per block, so a fixed 2^22-row table is
   // 16 blocks, 8 per pserver of two: a step's rows push fits the 8 landing
   // slots a trainer has on each pserver in one round, its rows read (at

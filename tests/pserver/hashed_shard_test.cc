@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "base/crc32c.h"
+#include "protocol/id_rows.h"
 #include "protocol/model_format.h"
 #include "pserver/checkpoint.h"
 #include "pserver/checkpointed_model.h"
@@ -712,22 +713,58 @@ TEST(HashedShard, CreateRefusesSyncModeAndBadTableOptions) {
       << r.status().ToString();
 }
 
-TEST(HashedShard, InitBlockClearsABucketAndTakesNoValues) {
-  auto s = MakeShard(Sgd(0.5));
+// InitBlock of a bucket sets its rows from ids and values (a job started
+// from a model file): each admitted now with the rule's initial state, the
+// update count 0; empty bytes clear it. Bad bytes leave it as it was.
+TEST(HashedShard, InitBlockSetsABucketsRowsFromIdsAndValues) {
+  auto s = MakeShard(AdaGrad());
   ASSERT_NE(s, nullptr);
   const uint32_t block = BucketBlock(*s, 2);
-  const std::vector<uint64_t> ids = IdsOf(2, 2);
-  ASSERT_TRUE(Push(*s, block, ids, std::vector<float>(8, 2.0f)).ok());
-  ASSERT_EQ(RowsOf(*s, block).size(), 2u);
-  float values[64] = {};
-  Status st = s->InitBlock(block, values, sizeof(values));
+  const std::vector<uint64_t> ids = IdsOf(2, 3);
+  ASSERT_TRUE(Push(*s, block, ids, std::vector<float>(12, 2.0f)).ok());
+  ASSERT_EQ(RowsOf(*s, block).size(), 3u);
+  const std::vector<uint64_t> start = IdsOf(2, 2, ids.back() + 1);
+  std::vector<float> values = {1, 2, 3, 4, 5, 6, 7, 8};
+  std::string bytes = protocol::EncodeIdRows(start.data(), values.data(), 2,
+                                             kR * sizeof(float));
+  const uint64_t admitted = StatsOf(*s).admitted;
+
+  // Refused, the bucket unchanged: a length that is not whole rows, an id
+  // of another bucket, an id twice.
+  Status st = s->InitBlock(block, bytes.data(), bytes.size() - 1);
   EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
-  EXPECT_EQ(RowsOf(*s, block).size(), 2u);
+  const std::vector<uint64_t> other = {start[0], IdsOf(3, 1)[0]};
+  std::string bad = protocol::EncodeIdRows(other.data(), values.data(), 2,
+                                           kR * sizeof(float));
+  st = s->InitBlock(block, bad.data(), bad.size());
+  EXPECT_EQ(st.code(), Status::Code::kInvalidArgument) << st.ToString();
+  EXPECT_NE(st.message().find("is in bucket 3, not 2"), std::string::npos)
+      << st.ToString();
+  const std::vector<uint64_t> twice = {start[0], start[0]};
+  bad = protocol::EncodeIdRows(twice.data(), values.data(), 2,
+                               kR * sizeof(float));
+  st = s->InitBlock(block, bad.data(), bad.size());
+  EXPECT_NE(st.message().find("is given twice"), std::string::npos)
+      << st.ToString();
+  EXPECT_EQ(RowsOf(*s, block).size(), 3u);
   EXPECT_EQ(s->UpdateCount(block).value(), 1u);
+
+  ASSERT_TRUE(s->InitBlock(block, bytes.data(), bytes.size()).ok());
+  EXPECT_EQ(s->UpdateCount(block).value(), 0u);
+  EXPECT_EQ(Gather(*s, block, start), values);
+  EXPECT_EQ(Gather(*s, block, ids), std::vector<float>(12, 0.0f))
+      << "the rows before are gone: initial rows (zeros)";
+  EXPECT_EQ(StatsOf(*s).rows, 2u);
+  EXPECT_EQ(StatsOf(*s).admitted, admitted + 2);
+  // The rows take the rule's initial state: a push of 1 with AdaGrad
+  // (initial s 0.1, lr 0.1) moves each element by lr / sqrt(0.1 + 1).
+  ASSERT_TRUE(Push(*s, block, {start[0]}, std::vector<float>(kR, 1.0f)).ok());
+  std::vector<float> got = Gather(*s, block, {start[0]});
+  for (size_t j = 0; j < kR; ++j)
+    EXPECT_FLOAT_EQ(got[j], values[j] - 0.1f / std::sqrt(1.1f)) << j;
+
   ASSERT_TRUE(s->InitBlock(block, nullptr, 0).ok());
   EXPECT_EQ(RowsOf(*s, block).size(), 0u);
-  EXPECT_EQ(s->UpdateCount(block).value(), 0u);
-  EXPECT_EQ(Gather(*s, block, ids), std::vector<float>(8, 0.0f));
   EXPECT_EQ(StatsOf(*s).rows, 0u);
 }
 
