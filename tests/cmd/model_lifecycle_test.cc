@@ -5,9 +5,10 @@
 // same tensors offline from the pservers' final checkpoints; a new job
 // started with --init-from begins at that model's accuracy (not chance);
 // and a model whose tensors do not fit is refused by name before anything
-// is initialized. A job's pserver count changes across restarts (2 -> 3 ->
-// 1, re-sharded by fabps-reshard and by the launcher) with the parameters
-// and optimizer state bit-identical, and while it runs (fabps-reshard
+// is initialized; the same for the CTR job's hashed table. A job's pserver
+// count changes across restarts (2 -> 3 -> 1, re-sharded by fabps-reshard and
+// by the launcher) with the parameters and optimizer state bit-identical, and
+// while it runs (fabps-reshard
 // --run-dir) with its trainers following.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
@@ -353,6 +354,99 @@ TEST(ModelLifecycle, InitFromAMismatchedModelIsRefusedByName) {
     EXPECT_NE(out.find("--init-from: " + path + ": " + cases[i].says),
               std::string::npos)
         << out;
+  }
+}
+
+// The CTR job's hashed table goes through the same life: exported offline
+// from its checkpoints as emb.ids and emb.values, it starts a new job
+// (--init-from) whose buckets hold exactly those rows from the start (no id
+// of the same data waits for admission again) and which trains from the
+// model, not from scratch. A file that does not fit the table is refused
+// by name before anything is initialized.
+TEST(ModelLifecycle, CtrJobStartsFromItsExportedHashedTable) {
+  TempDir dir;
+  const std::vector<std::string> ctr = {"--model", "ctr", "--ctr-records",
+                                        "20000"};
+  std::string out;
+  ASSERT_EQ(Launch(dir, "run1", ctr, &out), 0) << out;
+  const std::pair<double, double> first = LastPassRow(out);
+  std::smatch m;
+  const std::regex held(R"(hashed table emb: (\d+) rows held .* (\d+) )"
+                        R"(pushed rows not admitted)");
+  ASSERT_TRUE(std::regex_search(out, m, held)) << out;
+  const uint64_t rows = std::stoull(m[1]);
+  ASSERT_GT(rows, 100u) << out;
+
+  const std::string model = dir.File("ctr.safetensors");
+  std::string exported;
+  ASSERT_EQ(
+      RunToEnd(dir,
+               {testing::BuiltBinary("cmd/export/fabps-export"),
+                "--checkpoints", dir.File("run1/checkpoints"), "-o", model},
+               "export", &exported),
+      0)
+      << exported;
+  auto file = safetensors::SafetensorsFile::Read(model);
+  ASSERT_TRUE(file.ok()) << file.status().ToString();
+  const safetensors::TensorInfo* ids = file->Find("emb.ids");
+  ASSERT_NE(ids, nullptr);
+  EXPECT_EQ(ids->shape, std::vector<uint64_t>{rows});
+
+  // The MLP's learning rate too small to move it; the table keeps its own.
+  std::vector<std::string> again = ctr;
+  again.insert(again.end(), {"--init-from", model, "--lr", "0.000001"});
+  ASSERT_EQ(Launch(dir, "run2", again, &out), 0) << out;
+  EXPECT_NE(testing::ReadFileOrEmpty(dir.File("run2/trainer-0.log"))
+                .find(std::to_string(rows) + " rows to start with), MLP " +
+                      "128-32-1, from " + model),
+            std::string::npos);
+  ASSERT_TRUE(std::regex_search(out, m, held)) << out;
+  EXPECT_EQ(std::stoull(m[1]), rows) << out;
+  EXPECT_EQ(m[2], "0") << "every id of the data has its row already" << out;
+  // Its pass's mean loss starts from the trained model's.
+  EXPECT_LT(LastPassRow(out).first, first.first - 0.02) << out;
+
+  // Refused by name: the table as a fixed one, a table whose ids repeat.
+  std::vector<uint64_t> twice = {7, 7};
+  std::vector<float> values(32);
+  const std::string repeated = dir.File("repeated.safetensors");
+  ASSERT_TRUE(safetensors::WriteFile(
+                  repeated,
+                  {{"emb.ids", "U64", {2}, twice.data(), 16},
+                   {"emb.values", "F32", {2, 16}, values.data(), 128}},
+                  {})
+                  .ok());
+  struct Case {
+    std::string path;
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  const Case cases[] = {{model,
+                         {"--table", "fixed", "--table-rows", "1024"},
+                         "tensor 'emb' is missing"},
+                        {repeated, {}, "tensor 'emb.ids' holds id 7 twice"}};
+  for (const Case& c : cases) {
+    std::vector<std::string> argv = {
+        testing::BuiltBinary("examples/ctr/fabps-ctr-trainer"),
+        "--init-from",
+        c.path,
+        "--master",
+        "127.0.0.1:1",
+        "--pservers",
+        "127.0.0.1:1",
+        "--dataset",
+        "/nonexistent/*",
+        "--provider",
+        "tcp;ofi_rxm",
+        "--timeout-ms",
+        "100"};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    std::string refused;
+    EXPECT_EQ(RunToEnd(dir, argv, "ctr-trainer", &refused, 60000), 1)
+        << refused;
+    EXPECT_NE(refused.find("--init-from: " + c.path + ": " + c.says),
+              std::string::npos)
+        << refused;
   }
 }
 
