@@ -28,7 +28,12 @@ class HashedTable:
 
     def __init__(self, dim, dtype="float32", buckets=64, init="zeros",
                  init_scale=0.01, seed=0, admit_after=1, admit_probability=1.0,
-                 ttl_seconds=0, budget_bytes=0):
+                 ttl_seconds=0, budget_bytes=0, ids=None, values=None):
+        """`ids` and `values` (numpy arrays or torch CPU tensors): rows the
+        table starts with, e.g. a model file's `<name>.ids` and
+        `<name>.values`: distinct ids (any 64-bit integers) and their rows,
+        `values.shape == (len(ids),) + row shape`; each is held (admitted)
+        from the start. None: the table starts without rows."""
         shape = (dim,) if isinstance(dim, int) else tuple(dim)
         if not shape or any(not isinstance(d, int) or d < 1 for d in shape):
             raise ValueError(f"dim must be a positive int or a shape of them, "
@@ -50,6 +55,37 @@ class HashedTable:
         self.admit_probability = float(admit_probability)
         self.ttl_seconds = int(ttl_seconds)
         self.budget_bytes = int(budget_bytes)
+        self._rows = self._starting_rows(ids, values)
+
+    def _starting_rows(self, ids, values):
+        """The rows' bytes as the pservers take them: the ids (uint64), then
+        the values (protocol/id_rows.h)."""
+        self._num_rows = 0
+        if ids is None and values is None:
+            return b""
+        if ids is None or values is None:
+            raise ValueError("ids and values go together")
+        import numpy as np
+        ids = np.asarray(ids.numpy() if hasattr(ids, "numpy") else ids)
+        values = np.asarray(values.numpy() if hasattr(values, "numpy")
+                            else values)
+        if ids.ndim != 1 or ids.dtype.kind not in "iu":
+            raise TypeError(f"ids must be a 1-D array of integers, not "
+                            f"{ids.dtype} of shape {ids.shape}")
+        want = (ids.shape[0],) + self.row_shape
+        if values.shape != want:
+            raise ValueError(f"values must have shape {want} (len(ids) rows "
+                             f"of the row shape), not {values.shape}")
+        if values.dtype != np.dtype(self.dtype):
+            raise TypeError(f"values must be {self.dtype}, not {values.dtype}")
+        self._num_rows = ids.shape[0]  # distinct: checked by init_params
+        return (ids.astype("<u8", copy=False).tobytes()
+                + np.ascontiguousarray(values).tobytes())
+
+    @property
+    def rows(self):
+        """Rows the table starts with."""
+        return self._num_rows
 
     @property
     def dim(self):
@@ -63,11 +99,11 @@ class HashedTable:
         core.init_table(name, self.dtype, list(self.row_shape), self.buckets,
                         self.init, self.init_scale, self.seed,
                         self.admit_after, self.admit_probability,
-                        self.ttl_seconds, self.budget_bytes)
+                        self.ttl_seconds, self.budget_bytes, self._rows)
 
     def __repr__(self):
         return (f"HashedTable(dim={self.row_shape}, dtype={self.dtype!r}, "
                 f"buckets={self.buckets}, init={self.init!r}, "
                 f"admit_after={self.admit_after}, "
                 f"ttl_seconds={self.ttl_seconds}, "
-                f"budget_bytes={self.budget_bytes})")
+                f"budget_bytes={self.budget_bytes}, rows={self.rows})")

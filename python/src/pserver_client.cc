@@ -14,6 +14,7 @@
 #include <utility>
 #include <vector>
 
+#include "protocol/id_rows.h"
 #include "python/src/buffers.h"
 #include "python/src/call_thread.h"
 #include "python/src/status_error.h"
@@ -292,7 +293,8 @@ class Client : public std::enable_shared_from_this<Client> {
                  const std::vector<uint64_t>& row_shape, uint32_t buckets,
                  const std::string& init, double init_scale, uint64_t seed,
                  uint32_t admit_after, double admit_probability,
-                 uint64_t ttl_seconds, uint64_t budget_bytes) {
+                 uint64_t ttl_seconds, uint64_t budget_bytes,
+                 const py::bytes& rows) {
     CheckOpen();
     trainer::DType t = trainer::DType::kFloat32;
     if (dtype == "float64") {
@@ -310,8 +312,18 @@ class Client : public std::enable_shared_from_this<Client> {
     c.admit_probability = admit_probability;
     c.ttl_seconds = ttl_seconds;
     c.budget_bytes = budget_bytes;
-    ThrowIfError(Run<Status>(
-        [spec, c](PServerClient* cl) { return cl->InitTable(spec, c); }));
+    // The starting rows with their ids (protocol/id_rows.h). The call
+    // thread may outlive an interrupted call: it owns its copies.
+    auto bytes = std::make_shared<const std::string>(rows);
+    const size_t row_bytes =
+        protocol::RowElements(spec) * trainer::DTypeSize(t);
+    const protocol::IdRowsView v = ValueOrThrow(
+        protocol::ParseIdRows(bytes->data(), bytes->size(), row_bytes));
+    auto ids = std::make_shared<std::vector<uint64_t>>(v.rows);
+    for (uint64_t i = 0; i < v.rows; ++i) (*ids)[i] = v.id(i);
+    ThrowIfError(Run<Status>([spec, c, bytes, ids, v](PServerClient* cl) {
+      return cl->InitTable(spec, c, ids->data(), v.values, v.rows);
+    }));
   }
 
   py::list TableStats(double timeout) {
@@ -562,7 +574,7 @@ void DefinePServerClient(py::module_& m) {
            py::arg("row_shape"), py::arg("buckets"), py::arg("init"),
            py::arg("init_scale"), py::arg("seed"), py::arg("admit_after"),
            py::arg("admit_probability"), py::arg("ttl_seconds"),
-           py::arg("budget_bytes"))
+           py::arg("budget_bytes"), py::arg("rows") = py::bytes())
       .def("table_stats", &Client::TableStats, py::arg("timeout"))
       .def("finish_init", &Client::FinishInit, py::arg("timeout"))
       .def(

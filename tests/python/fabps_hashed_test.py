@@ -250,6 +250,56 @@ def test_recovery_and_export_bit_exact(request, tmp_path):
     assert not np.array_equal(after, before)
 
 
+def test_a_table_starts_from_an_exported_model(request, tmp_path):
+    """A table exported from checkpoints (emb.ids, emb.values) starts a
+    job on another pserver count (HashedTable(ids=, values=)): every row
+    reads back bit for bit, each is held from the start (a first push
+    applies to it, admission or not), and ids read outside it are initial
+    rows. Repeated ids and values of the wrong shape are refused."""
+    request.param = "tcp;ofi_rxm"
+    ps = procs(request, tmp_path)
+    rng = np.random.default_rng(9)
+    ids = rng.integers(0, 2**64 - 1, 200, dtype=np.uint64)
+    with client(ps) as c:
+        c.init_params({"emb": fabps.HashedTable(dim=DIM, buckets=8)})
+        c.send_rows("emb", ids, rng.standard_normal(
+            (ids.size, DIM)).astype(np.float32)).wait()
+        trained = pull(c, ids)
+    for i in range(2):
+        assert ps.stop(i) == 0  # SIGTERM: a final checkpoint
+    tensors, _ = export(tmp_path / "m.safetensors", tmp_path / "ckpt-0",
+                        tmp_path / "ckpt-1")
+
+    other = tmp_path / "three"
+    other.mkdir()
+    ps3 = procs(request, other, n=3)
+    table = fabps.HashedTable(dim=DIM, buckets=8, admit_after=5,
+                              ids=tensors["emb.ids"],
+                              values=tensors["emb.values"])
+    assert table.rows == len(set(ids.tolist()))
+    with client(ps3) as c:
+        c.init_params({"emb": table})
+        np.testing.assert_array_equal(pull(c, ids), trained)
+        s = stats(c)
+        assert s["rows"] == s["admitted"] == table.rows
+        c.send_rows("emb", ids[:1], np.ones((1, DIM), np.float32)).wait()
+        np.testing.assert_array_equal(pull(c, ids[:1]), trained[:1] - LR)
+        np.testing.assert_array_equal(pull(c, [12345]), 0)  # zeros: initial
+    ps3.close()
+
+    with pytest.raises(ValueError, match="shape"):
+        fabps.HashedTable(dim=DIM, ids=[1, 2],
+                          values=np.zeros((2, DIM + 1), np.float32))
+    again = tmp_path / "again"
+    again.mkdir()
+    ps1 = procs(request, again, n=1)
+    with client(ps1) as c:
+        with pytest.raises(fabps.InvalidArgument, match="id 7 is given twice"):
+            c.init_params({"emb": fabps.HashedTable(
+                dim=DIM, ids=np.array([7, 7], np.int64),
+                values=np.zeros((2, DIM), np.float32))})
+
+
 def test_bad_hashed_calls_are_refused(ps):
     with client(ps) as c:
         c.init_params({"emb": fabps.HashedTable(dim=DIM), "w": np.zeros(2, np.float32)})
