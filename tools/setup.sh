@@ -16,6 +16,7 @@ PACKAGES=(
   libopenblas0-pthread libblas-dev  # torch's BLAS and the C++ example's (Eigen links -lblas, OpenBLAS at run time): the reference libblas3 is 5-10x slower
   slurm-wlm munge python3-yaml  # deploy/slurm's test on a real one-node Slurm; deploy/k8s's offline check
   chromium chromium-driver python3-selenium  # the status page's browser test (headless)
+  python3-venv python3-pip python3-setuptools python3-wheel python3-mypy  # the wheel (fabps_wheel), its install test in a venv, stubtest of fabps/_core.pyi
 )
 
 missing=()
