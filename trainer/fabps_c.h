@@ -370,6 +370,16 @@ int fabps_init_table(fabps_pserver_client* c, const char* name,
                      int rank, uint32_t buckets,
                      const fabps_table_config* config);
 
+/* fabps_init_table, the table starting with `rows` rows: distinct ids at
+ * `ids` and their values, row after row, at `values` (rows x the row's
+ * bytes; e.g. a model file's <name>.ids and <name>.values), each held from
+ * the start. Copied; rows 0: none. Repeated ids are FABPS_ERR_ARGUMENT. */
+int fabps_init_table_rows(fabps_pserver_client* c, const char* name,
+                          fabps_element_type type, const uint64_t* row_shape,
+                          int rank, uint32_t buckets,
+                          const fabps_table_config* config, const uint64_t* ids,
+                          const void* values, uint64_t rows);
+
 /* Builds the layout of the recorded parameters, sends it, the update rules
  * and the values to the pservers, and ends initialization. When the
  * pservers turn out to be initialized already, returns FABPS_OK too (their

@@ -474,6 +474,15 @@ int fabps_init_table(fabps_pserver_client* c, const char* name,
                      fabps_element_type type, const uint64_t* row_shape,
                      int rank, uint32_t buckets,
                      const fabps_table_config* config) {
+  return fabps_init_table_rows(c, name, type, row_shape, rank, buckets, config,
+                               nullptr, nullptr, 0);
+}
+
+int fabps_init_table_rows(fabps_pserver_client* c, const char* name,
+                          fabps_element_type type, const uint64_t* row_shape,
+                          int rank, uint32_t buckets,
+                          const fabps_table_config* config, const uint64_t* ids,
+                          const void* values, uint64_t rows) {
   return Guarded(c, "fabps_init_table", [&] {
     if (c->init_state != fabps_pserver_client::InitState::kInitializing) {
       return c->Fail(FABPS_ERR_ARGUMENT,
@@ -506,7 +515,7 @@ int fabps_init_table(fabps_pserver_client* c, const char* name,
       tc.ttl_seconds = config->ttl_seconds;
       tc.budget_bytes = config->budget_bytes;
     }
-    Status s = c->client->InitTable(spec, tc);
+    Status s = c->client->InitTable(spec, tc, ids, values, rows);
     if (!s.ok()) return c->Fail(FABPS_ERR_ARGUMENT, at + s.message());
     c->init_params++;
     return c->Ok();

@@ -52,6 +52,9 @@ enum { kRows64 = 30, kCols64 = 70 }; /* 2100 elements: 3 blocks */
 
 static const char* kNames[kParams] = {"c.w32", "c.w64", "c.scalar"};
 static const char* kTable = "c.table"; /* hashed, rows of kTableDim */
+/* Hashed, starting with the rows kStartIds of values 1, 2, ... */
+static const char* kStartTable = "c.start";
+static const int64_t kStartIds[2] = {7, -3};
 enum { kTableDim = 8 };
 
 static double InitValue(int p, size_t i) {
@@ -255,6 +258,15 @@ static void InitParams(fabps_pserver_client* c) {
           fabps_init_table(c, "t", FABPS_FLOAT32, row, 1, 16, &tc));
   tc.admit_after = 2;
   OK(c, fabps_init_table(c, kTable, FABPS_FLOAT32, row, 1, 16, &tc));
+  float start[2 * kTableDim];
+  for (size_t i = 0; i < 2 * (size_t)kTableDim; ++i) start[i] = (float)i + 1;
+  const uint64_t twice[2] = {5, 5};
+  REFUSED(c, FABPS_ERR_ARGUMENT,
+          fabps_init_table_rows(c, kStartTable, FABPS_FLOAT32, row, 1, 4, NULL,
+                                twice, start, 2));
+  OK(c, fabps_init_table_rows(c, kStartTable, FABPS_FLOAT32, row, 1, 4, NULL,
+                              (const uint64_t*)kStartIds, start, 2));
+  memset(start, 0, sizeof(start)); /* copied */
   /* The values were copied. */
   memset(w32, 0, sizeof(w32));
   OK(c, fabps_finish_init_params(c));
@@ -398,9 +410,18 @@ static void CheckHashed(fabps_pserver_client* c) {
     const float want = push == 1 ? 0.0f : -0.5f; /* SGD, lr 1 */
     for (size_t i = 0; i < 2 * (size_t)kTableDim; ++i) {
       if (got[i] != want)
-        FAIL("hashed row value %zu after push %d: %g, want %g", i, push,
-             got[i], want);
+        FAIL("hashed row value %zu after push %d: %g, want %g", i, push, got[i],
+             want);
     }
+  }
+  /* The table that started with rows holds them. */
+  fabps_pull* r = NULL;
+  OK(c,
+     fabps_get_rows(c, kStartTable, kStartIds, 2, got, sizeof(got), 30000, &r));
+  OK(c, fabps_wait(c, r, 30000));
+  for (size_t i = 0; i < 2 * (size_t)kTableDim; ++i) {
+    if (got[i] != (float)i + 1)
+      FAIL("starting row value %zu: %g, want %zu", i, got[i], i + 1);
   }
   const char* names[1] = {kTable};
   void* bufs[1] = {got};
