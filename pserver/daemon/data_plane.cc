@@ -67,7 +67,9 @@ Result<std::unique_ptr<DataPlane>> DataPlane::Create(
 
 DataPlane::~DataPlane() {
   stopping_ = true;
-  endpoint_->SetImmediateHandler(nullptr);
+  // Create may fail before the endpoint exists (a fabric that does not
+  // open): nothing was started then.
+  if (endpoint_) endpoint_->SetImmediateHandler(nullptr);
   DetachShard();
   // The credits thread posts on the endpoint: it goes first (a handler
   // still running finds retry_stop_ and drops its credit).

@@ -1,11 +1,13 @@
 // The control-plane limits are flags of the daemons: a tighter
 // --first-request-timeout-ms closes a silent connection sooner than the
-// default, and out-of-range values are one-line errors naming the flag.
+// default, and out-of-range values are one-line errors naming the flag. A
+// pserver whose fabric does not open says why and exits 1.
 #include <gtest/gtest.h>
 #include <sys/wait.h>
 
 #include <chrono>
 #include <string>
+#include <vector>
 
 #include "tests/master/master_process.h"
 #include "tests/util/raw_socket.h"
@@ -55,6 +57,35 @@ TEST(DaemonFlags, OutOfRangeValuesNameTheFlag) {
     EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) != 0) << c.flag;
     std::string log = testing::ReadFileOrEmpty(dir.File("log"));
     EXPECT_NE(log.find(c.flag), std::string::npos) << log;
+  }
+}
+
+// A pserver whose fabric does not open (a provider that does not work
+// here, an interface address it does not have) says why and exits 1; it
+// never dies on a signal.
+TEST(DaemonFlags, PserverWhoseFabricDoesNotOpenSaysWhy) {
+  struct Case {
+    std::vector<std::string> flags;
+    std::string says;
+  };
+  for (const Case& c :
+       {Case{{"--provider", "bogus"}, "provider 'bogus' does not work here"},
+        Case{{"--provider", "tcp;ofi_rxm", "--interface", "198.18.0.1"},
+             "fabric: "}}) {
+    TempDir dir;
+    std::vector<std::string> argv = {
+        testing::BuiltBinary("pserver/daemon/fabps-pserver"), "--port", "0",
+        "--checkpoint-dir", dir.File("ckpt")};
+    argv.insert(argv.end(), c.flags.begin(), c.flags.end());
+    auto p = testing::Subprocess::Start(argv, dir.File("log"));
+    ASSERT_TRUE(p.ok());
+    auto st = p->Wait(30000);
+    ASSERT_TRUE(st.ok());
+    std::string log = testing::ReadFileOrEmpty(dir.File("log"));
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1)
+        << "status " << *st << "\n"
+        << log;
+    EXPECT_NE(log.find(c.says), std::string::npos) << log;
   }
 }
 
