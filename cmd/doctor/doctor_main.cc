@@ -1,9 +1,13 @@
 // fabps-doctor: the first thing to run on a new cluster node. It tells which
 // fabric providers work here, what RDMA devices and ports rdma-core sees
-// (state, link layer, GID table size), and which provider "auto" picks and
+// (state, link layer, GID table size), whether the locked-memory limit
+// lets verbs register what a job needs, and which provider "auto" picks and
 // why. With --provider it also runs a loopback RMA write/read through that
 // provider to prove the data path, not just the discovery.
+#include <sys/resource.h>
+
 #include <CLI/CLI.hpp>
+#include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <string>
@@ -81,6 +85,42 @@ void ListRdmaDevices() {
 #endif
 }
 
+// The locked-memory limit: verbs pins every registered region (a pserver's
+// arena, each process's landing slots and staging buffers), and past
+// RLIMIT_MEMLOCK fi_mr_reg fails with "Cannot allocate memory", which names
+// no limit. tcp and shm register without pinning.
+void ReportLockedMemory() {
+  // Enough for a pserver holding a few GiB of a model over verbs.
+  constexpr uint64_t kAdvised = uint64_t{8} << 30;
+  rlimit l{};
+  std::printf("Locked memory (ulimit -l, what verbs may register):\n");
+  if (::getrlimit(RLIMIT_MEMLOCK, &l) != 0) {
+    std::printf("  unknown: getrlimit: %s\n", std::strerror(errno));
+    return;
+  }
+  auto text = [](rlim_t v) {
+    return v == RLIM_INFINITY ? std::string("unlimited")
+                              : std::to_string(v >> 10) + " KiB";
+  };
+  std::printf("  soft %s, hard %s\n", text(l.rlim_cur).c_str(),
+              text(l.rlim_max).c_str());
+  if (l.rlim_cur != RLIM_INFINITY && l.rlim_cur < kAdvised) {
+    std::printf(
+        "  low for verbs: a process registers at most %s (a pserver's arena "
+        "is its\n"
+        "  share of the model and optimizer state, plus landing slots); "
+        "beyond it\n"
+        "  fi_mr_reg fails with \"Cannot allocate memory\". Raise it: "
+        "ulimit -l unlimited\n"
+        "  (hard limit permitting), memlock in /etc/security/limits.conf, "
+        "LimitMEMLOCK=infinity\n"
+        "  (systemd), --ulimit memlock=-1 (docker), IPC_LOCK (Kubernetes). "
+        "tcp;ofi_rxm and\n"
+        "  shm do not need it.\n",
+        text(l.rlim_cur).c_str());
+  }
+}
+
 // A loopback RMA write and read through `provider`, between two endpoints.
 Status LoopbackCheck(const std::string& provider, const std::string& iface) {
   transport::FabricOptions o;
@@ -140,6 +180,8 @@ int main(int argc, char** argv) {
   }
   std::printf("\n");
   ListRdmaDevices();
+  std::printf("\n");
+  ReportLockedMemory();
   std::printf("\n");
   transport::FabricOptions o;
   o.provider = "auto";

@@ -1,6 +1,11 @@
 // fabps-doctor as a person runs it: real binary, real providers.
 #include <gtest/gtest.h>
+#include <sys/resource.h>
 #include <sys/wait.h>
+#include <unistd.h>
+
+#include <string>
+#include <vector>
 
 #include "tests/util/subprocess.h"
 
@@ -39,6 +44,43 @@ TEST(Doctor, UnknownProviderFailsClearly) {
   std::string out = testing::ReadFileOrEmpty(dir.File("out"));
   EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1) << out;
   EXPECT_NE(out.find("providers that work"), std::string::npos) << out;
+}
+
+// The locked-memory limit verbs registrations need: a low one (64 KiB,
+// set with prlimit for the doctor only) is shown and the advice given; an
+// unlimited one (where the hard limit allows it) is shown without it.
+TEST(Doctor, ReportsTheLockedMemoryLimit) {
+  if (::access("/usr/bin/prlimit", X_OK) != 0)
+    GTEST_SKIP() << "/usr/bin/prlimit missing (util-linux)";
+  struct Case {
+    std::string limit, shows;
+    bool advice;
+  };
+  std::vector<Case> cases = {{"65536:65536", "soft 64 KiB, hard 64 KiB", true}};
+  // Raising a limit needs CAP_SYS_RESOURCE unless the hard one allows it.
+  rlimit now{};
+  if (::getrlimit(RLIMIT_MEMLOCK, &now) == 0 && now.rlim_max == RLIM_INFINITY)
+    cases.push_back(
+        {"unlimited:unlimited", "soft unlimited, hard unlimited", false});
+  for (const Case& c : cases) {
+    TempDir dir;
+    auto p =
+        Subprocess::Start({"/usr/bin/prlimit", "--memlock=" + c.limit,
+                           testing::BuiltBinary("cmd/doctor/fabps-doctor")},
+                          dir.File("out"));
+    ASSERT_TRUE(p.ok()) << p.status().ToString();
+    auto st = p->Wait(60000);
+    ASSERT_TRUE(st.ok()) << st.status().ToString();
+    std::string out = testing::ReadFileOrEmpty(dir.File("out"));
+    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << out;
+    EXPECT_NE(out.find("Locked memory (ulimit -l, what verbs may register):\n"
+                       "  " +
+                       c.shows + "\n"),
+              std::string::npos)
+        << out;
+    EXPECT_EQ(out.find("ulimit -l unlimited") != std::string::npos, c.advice)
+        << out;
+  }
 }
 
 }  // namespace
