@@ -208,7 +208,8 @@ Status ReadRecords(const std::string& path,
                    " outside the layout's " +
                    std::to_string(layout->num_pservers()) + " pservers");
   }
-  CheckpointHeader header{index, sequence, time_ms, std::move(*layout)};
+  CheckpointHeader header{index, sequence, time_ms, std::move(*layout),
+                          stored_crc};
   if (on_header) FABPS_RETURN_IF_ERROR(on_header(header));
   const Layout& lay = header.layout;
   const std::vector<uint32_t> ids = lay.BlocksOf(index);
@@ -461,20 +462,6 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
   return out;
 }
 
-Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path) {
-  FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
-  std::vector<char> buf(1 << 20);
-  uint32_t crc = 0;
-  uint64_t left = f.size();
-  while (left > 0) {
-    const size_t n = static_cast<size_t>(std::min<uint64_t>(left, buf.size()));
-    FABPS_RETURN_IF_ERROR(f.ReadExactly(buf.data(), n, "the file"));
-    crc = crc32c::Extend(crc, buf.data(), n);
-    left -= n;
-  }
-  return std::make_pair(f.size(), crc);
-}
-
 Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir) {
   FABPS_ASSIGN_OR_RETURN(std::vector<std::string> names, ListDir(dir));
   std::vector<CheckpointInfo> out;
@@ -531,23 +518,37 @@ Result<CheckpointInfo> CheckpointManager::Save(const Shard& shard) {
 
 namespace {
 
-// OK when `path` is not the recorded file or matches the record.
+// OK when `path` is not the recorded file or is that file: the same header
+// CRC (sequence and write time) and size. Reads the header only.
 Status CompareWithRecord(const std::string& path,
                          const RecordedCheckpoint& recorded) {
   const std::string name = path.substr(path.rfind('/') + 1);
   if (recorded.file.empty() || name != recorded.file) return Status::OK();
-  FABPS_ASSIGN_OR_RETURN(auto got, FileSizeAndCrc(path));
-  if (got.first == recorded.bytes && got.second == recorded.file_crc) {
+  FABPS_ASSIGN_OR_RETURN(ReadFile f, ReadFile::Open(path));
+  const uint64_t bytes = f.size();
+  uint32_t header_crc = 0;
+  // Stops the read once the header is verified.
+  const Status header_read = Status::Cancelled("header read");
+  Status s = ReadCheckpoint(
+      path,
+      [&](const CheckpointHeader& h) {
+        header_crc = h.crc;
+        return header_read;
+      },
+      nullptr);
+  if (s.code() != Status::Code::kCancelled) return s;
+  if (header_crc == recorded.header_crc &&
+      (recorded.bytes == 0 || bytes == recorded.bytes)) {
     return Status::OK();
   }
   char text[160];
   std::snprintf(text, sizeof(text),
-                "%" PRIu64 " bytes, CRC32C %08x; the store recorded %" PRIu64
-                " bytes, CRC32C %08x",
-                got.first, got.second, recorded.bytes, recorded.file_crc);
+                "header CRC32C %08x, %" PRIu64
+                " bytes; the store recorded %08x, %" PRIu64 " bytes",
+                header_crc, bytes, recorded.header_crc, recorded.bytes);
   return Status::Corruption("checkpoint " + path +
-                            " differs from its record in the store (" + text +
-                            ")");
+                            " is not the file its record in the store names (" +
+                            text + ")");
 }
 
 }  // namespace

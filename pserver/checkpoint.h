@@ -51,7 +51,9 @@ struct CheckpointInfo {
   uint64_t sequence = 0;
   uint32_t header_crc = 0;  // identifies the file (recorded in the store)
   uint64_t bytes = 0;
-  uint32_t file_crc = 0;  // CRC32C of the whole file (recorded in the store)
+  // CRC32C of the whole file (recorded in the store); the same for every
+  // file of a layout (see RecordedCheckpoint): not an identity.
+  uint32_t file_crc = 0;
 };
 
 // Writes a checkpoint of `shard` with `sequence` into `dir` (which must
@@ -66,6 +68,9 @@ struct CheckpointHeader {
   uint64_t sequence = 0;
   uint64_t unix_ms = 0;  // when it was written
   Layout layout;         // of the job that wrote it
+  // Its CRC32C: it covers the sequence and the write time, so it tells
+  // one checkpoint file from every other (CheckpointInfo::header_crc).
+  uint32_t crc = 0;
 };
 using CheckpointHeaderVisitor = std::function<Status(const CheckpointHeader&)>;
 // A block record as read: `info` points into the header's layout; the value
@@ -103,16 +108,17 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
 // first. Names that do not parse are ignored.
 Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir);
 
-// CRC32C of the whole file at `path` and its size, read once.
-Result<std::pair<uint64_t, uint32_t>> FileSizeAndCrc(const std::string& path);
 
 // What the store recorded about the newest checkpoint
-// (coord/protocol/checkpoint_record.h): before that file is loaded its size
-// and whole-file CRC must match, else it is skipped like a damaged one.
+// (coord/protocol/checkpoint_record.h): before a file of that name is
+// loaded its header CRC (which file it is: sequence and write time) and
+// size must match, else it is skipped like a damaged one. The whole-file
+// CRC cannot tell files apart: every header, record and footer ends with
+// its own CRC32C, so a file's CRC depends only on the pieces' lengths.
 struct RecordedCheckpoint {
   std::string file;  // base name; "" : nothing recorded
-  uint64_t bytes = 0;
-  uint32_t file_crc = 0;
+  uint32_t header_crc = 0;
+  uint64_t bytes = 0;  // 0: not recorded (an older record)
 };
 
 // Save with rotation, load with fallback.
@@ -130,8 +136,8 @@ class CheckpointManager {
   // there is none; otherwise the newest failure's code with every file's
   // reason in the message.
   // With `recorded` set, the file it names is first compared with it
-  // (size, whole-file CRC32C); a difference is logged as that file's
-  // reason and the next older file is tried.
+  // (header CRC, size); a difference is logged as that file's reason and
+  // the next older file is tried.
   Result<CheckpointInfo> LoadLatest(Shard* shard,
                                     const RecordedCheckpoint& recorded = {});
 

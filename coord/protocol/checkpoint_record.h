@@ -14,8 +14,9 @@
 //   time=<unix seconds when recorded>                     (required)
 // Older records parse too: without size= and filecrc= (4 lines; size and
 // file_crc 0: nothing to compare) and without file= and crc= (2 lines).
-// A recovering pserver compares the recorded file's size and CRC before
-// loading it (pserver/checkpoint.h, RecordedCheckpoint).
+// A recovering pserver compares the recorded file's header CRC (which
+// file it is) and size before loading it (pserver/checkpoint.h,
+// RecordedCheckpoint); filecrc tells no two files of a layout apart.
 //
 // Thread safety: pure functions, and ReadCheckpointRecord is safe wherever
 // Store calls are.

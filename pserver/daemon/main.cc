@@ -155,8 +155,8 @@ int ClaimIndex(Flags* f, Claim* claim, fabps::StopSignals* stop) {
     }
     char abs[4096];
     const std::string own_abs = ::realpath(own.c_str(), abs) ? abs : own;
-    if (last->size != 0 && own_abs == last->dir) {
-      f->recorded = {last->file, last->size, last->file_crc};
+    if (!last->file.empty() && own_abs == last->dir) {
+      f->recorded = {last->file, last->crc, last->size};
     }
   } else if (last.status().code() != fabps::Status::Code::kNotFound) {
     FABPS_LOG(WARNING) << "reading the checkpoint record: "
