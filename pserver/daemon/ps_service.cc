@@ -306,6 +306,32 @@ void PServerService::SaveModel(std::string& out, const std::string& dir) {
   out = info->path;
 }
 
+void PServerService::SetLearningRates(
+    int64_t trainer_id, const std::map<std::string, double>& rates) {
+  if (!initialized_)
+    ThrowPsError(
+        Status::FailedPrecondition("parameters are not initialized yet"));
+  std::lock_guard<std::mutex> l(mu_);
+  Status s = shard_->CheckLearningRates(rates);
+  if (!s.ok()) ThrowPsError(s);
+  ps::InitConfig config = config_;
+  for (const auto& [name, lr] : rates) {
+    auto it = config.rules.find(name);
+    if (it == config.rules.end())
+      it = config.rules.emplace(name, config.default_rule).first;
+    it->second.learning_rate = lr;
+  }
+  if (!options_.checkpoint_dir.empty()) {
+    s = WriteInitConfigFile(InitConfigPath(), config);
+    if (!s.ok()) ThrowPsError(s.WithContext("recording learning rates"));
+  }
+  s = shard_->SetLearningRates(rates);
+  if (!s.ok()) ThrowPsError(s);
+  config_ = std::move(config);
+  FABPS_LOG(INFO) << "trainer " << trainer_id << " set the learning rate of "
+                  << rates.size() << " parameters";
+}
+
 void PServerService::GetStatus(ps::PsStatus& out) {
   out.index = static_cast<int32_t>(options_.index);
   out.num_pservers = static_cast<int32_t>(options_.num_pservers);

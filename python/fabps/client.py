@@ -352,6 +352,24 @@ class PServerClient:
         self._c.save_model(
             str(path), DEFAULT_SAVE_TIMEOUT if timeout is None else timeout)
 
+    def set_learning_rates(self, rates, timeout=None):
+        """Sets the learning rate of each named parameter (a dict name ->
+        rate) on every pserver, for every later update of it; a pserver
+        restarted from its checkpoints keeps it. fabps.InvalidArgument for a
+        rate that is not finite and >= 0, fabps.NotFound for an unknown name
+        (nothing sent), fabps.FailedPrecondition for a parameter whose rule
+        has the linear_decay schedule; each names the parameter. Sending
+        the same rates again after a failure is harmless."""
+        self._c.set_learning_rates(
+            {str(n): float(lr) for n, lr in dict(rates).items()},
+            DEFAULT_TIMEOUT if timeout is None else timeout)
+
+    def rules(self, timeout=None):
+        """Every parameter's fabps.Rule (a dict by name) as the pservers
+        apply it now, rates set by set_learning_rates included. Waits for
+        the parameters to exist."""
+        return self._c.rules(DEFAULT_TIMEOUT if timeout is None else timeout)
+
     # --- the rest ----------------------------------------------------------
 
     @property
