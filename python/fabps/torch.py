@@ -93,6 +93,18 @@ initialized with.
 Thread safety: one thread (the training loop's) calls the optimizer and runs
 forward and backward.
 
+Learning rates: the optimizer is a torch.optim.Optimizer whose
+param_groups (fabps/param_groups.py) carry the pservers' rule: "lr" and
+the rule's other hyper-parameters. A torch LR scheduler (StepLR, LambdaLR,
+...) or the caller changes a group's "lr"; before the next push (in
+backward or step()) the new rate of each of the group's parameters goes to
+the pservers (PServerClient.set_learning_rates), so that push is applied
+with it. A send lost to a dead pserver loses the step like a push and is
+sent again with the next one. Only "lr" changes (ValueError for the others).
+state_dict() holds the groups and what the pservers hold about each
+parameter's rule; the optimizer state (momentum, Adam's slots) leaves with
+the model file (fabps-export --with-optimizer-state).
+
 Embedding tables on the pservers: fabps.torch.Embedding and
 fabps.torch.EmbeddingBag (fabps/embedding.py) pull a batch's rows in forward
 and push their gradient in backward; they have no torch Parameter, so the
