@@ -315,12 +315,22 @@ void PServerService::SetLearningRates(
   Status s = shard_->CheckLearningRates(rates);
   if (!s.ok()) ThrowPsError(s);
   ps::InitConfig config = config_;
+  std::string changed;  // "name lr, ..." of the first rates that change
+  size_t num_changed = 0;
   for (const auto& [name, lr] : rates) {
     auto it = config.rules.find(name);
     if (it == config.rules.end())
       it = config.rules.emplace(name, config.default_rule).first;
+    if (it->second.learning_rate == lr) continue;
     it->second.learning_rate = lr;
+    if (++num_changed <= 3) {
+      changed +=
+          (changed.empty() ? "" : ", ") + name + " " + std::to_string(lr);
+    }
   }
+  // Every trainer of a job sends the same schedule: the first one changes.
+  if (num_changed == 0) return;
+  if (num_changed > 3) changed += " (" + std::to_string(num_changed) + ")";
   if (!options_.checkpoint_dir.empty()) {
     s = WriteInitConfigFile(InitConfigPath(), config);
     if (!s.ok()) ThrowPsError(s.WithContext("recording learning rates"));
@@ -328,8 +338,8 @@ void PServerService::SetLearningRates(
   s = shard_->SetLearningRates(rates);
   if (!s.ok()) ThrowPsError(s);
   config_ = std::move(config);
-  FABPS_LOG(INFO) << "trainer " << trainer_id << " set the learning rate of "
-                  << rates.size() << " parameters";
+  FABPS_LOG(INFO) << "trainer " << trainer_id
+                  << " set learning rates: " << changed;
 }
 
 void PServerService::GetStatus(ps::PsStatus& out) {

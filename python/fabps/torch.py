@@ -521,7 +521,7 @@ class DistributedOptimizer(torch.optim.Optimizer):
         The optimizer state itself (momentum, Adam's and AdaGrad's slots)
         lives on the pservers beside the values and leaves with the model
         file: fabps-export --with-optimizer-state, or the pservers'
-        checkpoints (docs/OPERATING.md, "model files")."""
+        checkpoints (docs/OPERATING.md, "The model file")."""
         rules = self._client.rules(timeout=self._timeout)
         state, groups, index = {}, [], 0
         for g in self.param_groups:
