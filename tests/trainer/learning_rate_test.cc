@@ -32,8 +32,6 @@ using testing::Specs;
 // The deadline of one try of Retried.
 constexpr int64_t kTryMs = 10000;
 
-class LearningRateTest : public transport::testing::ProviderTest {};
-
 // A client that initialized Specs() with SGD at lr 1, "one" with a linear
 // decay schedule.
 Result<std::unique_ptr<PServerClient>> Init(const PServerCluster& cluster,
@@ -50,6 +48,21 @@ Result<std::unique_ptr<PServerClient>> Init(const PServerCluster& cluster,
   FABPS_RETURN_IF_ERROR(InitAll(c.get()));
   return c;
 }
+
+class LearningRateTest : public transport::testing::ProviderTest {
+ protected:
+  // Starts `n` pservers and a client that initialized them (Init).
+  void StartAndInit(int n) {
+    cluster_ = std::make_unique<PServerCluster>(GetParam(), n);
+    ASSERT_TRUE(cluster_->StartAll().ok());
+    auto c = Init(*cluster_, GetParam());
+    ASSERT_TRUE(c.ok()) << c.status().ToString();
+    client_ = std::move(*c);
+  }
+
+  std::unique_ptr<PServerCluster> cluster_;
+  std::unique_ptr<PServerClient> client_;
+};
 
 // Runs `call` until it succeeds, five times at most: the first call after
 // a pserver restart may meet the old connection (the next reconnects).
@@ -94,21 +107,18 @@ void ExpectEveryDrop(const std::vector<float>& drop, float want) {
 }
 
 TEST_P(LearningRateTest, NewRateReachesEveryBlockOnEveryPserver) {
-  PServerCluster cluster(GetParam(), 2);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = Init(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  ExpectEveryDrop(DropOfOnePush(c->get(), 2.0f), 2.0f);
+  ASSERT_NO_FATAL_FAILURE(StartAndInit(2));
+  ExpectEveryDrop(DropOfOnePush(client_.get(), 2.0f), 2.0f);
   ASSERT_TRUE(
-      (*c)->SetLearningRates({{"many", 0.25}}, Deadline::InMs(kMs)).ok());
-  ExpectEveryDrop(DropOfOnePush(c->get(), 2.0f), 0.5f);
-  auto rules = (*c)->Rules(Deadline::InMs(kMs));
+      client_->SetLearningRates({{"many", 0.25}}, Deadline::InMs(kMs)).ok());
+  ExpectEveryDrop(DropOfOnePush(client_.get(), 2.0f), 0.5f);
+  auto rules = client_->Rules(Deadline::InMs(kMs));
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
   EXPECT_EQ(rules->at("many").learning_rate, 0.25);
   EXPECT_EQ(rules->at("block").learning_rate, 1.0);
   EXPECT_EQ(rules->at("one").schedule, LrSchedule::kLinearDecay);
   // A second trainer sees the rate the pservers apply.
-  auto other = PServerClient::Connect(ClientOptions(cluster, GetParam()));
+  auto other = PServerClient::Connect(ClientOptions(*cluster_, GetParam()));
   ASSERT_TRUE(other.ok());
   auto seen = (*other)->Rules(Deadline::InMs(kMs));
   ASSERT_TRUE(seen.ok()) << seen.status().ToString();
@@ -116,37 +126,31 @@ TEST_P(LearningRateTest, NewRateReachesEveryBlockOnEveryPserver) {
 }
 
 TEST_P(LearningRateTest, ClientRefusesBadRatesAndNamesBeforeSending) {
-  PServerCluster cluster(GetParam(), 2);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = Init(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(StartAndInit(2));
   const double nan = std::numeric_limits<double>::quiet_NaN();
   for (double bad : {nan, -0.5, std::numeric_limits<double>::infinity()}) {
-    Status s = (*c)->SetLearningRates({{"block", 0.5}, {"many", bad}},
-                                      Deadline::InMs(kMs));
+    Status s = client_->SetLearningRates({{"block", 0.5}, {"many", bad}},
+                                         Deadline::InMs(kMs));
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << bad;
     EXPECT_NE(s.message().find("'many'"), std::string::npos) << s.ToString();
   }
-  Status s = (*c)->SetLearningRates({{"nope", 0.5}}, Deadline::InMs(kMs));
+  Status s = client_->SetLearningRates({{"nope", 0.5}}, Deadline::InMs(kMs));
   EXPECT_EQ(s.code(), Status::Code::kNotFound) << s.ToString();
   EXPECT_NE(s.message().find("'nope'"), std::string::npos) << s.ToString();
-  s = (*c)->SetLearningRates({{"one", 0.5}}, Deadline::InMs(kMs));
+  s = client_->SetLearningRates({{"one", 0.5}}, Deadline::InMs(kMs));
   EXPECT_EQ(s.code(), Status::Code::kFailedPrecondition) << s.ToString();
   EXPECT_NE(s.message().find("linear_decay"), std::string::npos)
       << s.ToString();
   // Nothing of the refused calls was applied: "block" keeps lr 1.
-  auto rules = (*c)->Rules(Deadline::InMs(kMs));
+  auto rules = client_->Rules(Deadline::InMs(kMs));
   ASSERT_TRUE(rules.ok());
   EXPECT_EQ(rules->at("block").learning_rate, 1.0);
   EXPECT_EQ(rules->at("many").learning_rate, 1.0);
 }
 
 TEST_P(LearningRateTest, PserverRefusesBadRatesAllOrNothing) {
-  PServerCluster cluster(GetParam(), 1);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = Init(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
-  auto conn = PServerConnection::Open(0, cluster.addresses()[0], 10000);
+  ASSERT_NO_FATAL_FAILURE(StartAndInit(1));
+  auto conn = PServerConnection::Open(0, cluster_->addresses()[0], 10000);
   ASSERT_TRUE(conn.ok());
   auto set = [&](const std::map<std::string, double>& rates) {
     return (*conn)->Call("SetLearningRates", [&](ps::PServerClient& pc) {
@@ -192,22 +196,19 @@ TEST_P(LearningRateTest, PserverRefusesBadRatesAllOrNothing) {
 }
 
 TEST_P(LearningRateTest, RestartedPserverAppliesTheLatestRate) {
-  PServerCluster cluster(GetParam(), 2);
-  ASSERT_TRUE(cluster.StartAll().ok());
-  auto c = Init(cluster, GetParam());
-  ASSERT_TRUE(c.ok()) << c.status().ToString();
+  ASSERT_NO_FATAL_FAILURE(StartAndInit(2));
   ASSERT_TRUE(
-      (*c)->SetLearningRates({{"many", 0.5}}, Deadline::InMs(kMs)).ok());
+      client_->SetLearningRates({{"many", 0.5}}, Deadline::InMs(kMs)).ok());
   ASSERT_TRUE(
-      (*c)->SetLearningRates({{"many", 0.25}}, Deadline::InMs(kMs)).ok());
+      client_->SetLearningRates({{"many", 0.25}}, Deadline::InMs(kMs)).ok());
   // kill -9 both: each comes back from the checkpoint it wrote at init and
   // the InitConfig it rewrote with the rate.
   for (int i = 0; i < 2; i++) {
-    cluster.proc(i).Kill();
-    ASSERT_TRUE(cluster.Start(i).ok());
+    cluster_->proc(i).Kill();
+    ASSERT_TRUE(cluster_->Start(i).ok());
   }
-  ExpectEveryDrop(DropOfOnePush(c->get(), 2.0f), 0.5f);
-  auto rules = (*c)->Rules(Deadline::InMs(kMs));
+  ExpectEveryDrop(DropOfOnePush(client_.get(), 2.0f), 0.5f);
+  auto rules = client_->Rules(Deadline::InMs(kMs));
   ASSERT_TRUE(rules.ok()) << rules.status().ToString();
   EXPECT_EQ(rules->at("many").learning_rate, 0.25);
 }
