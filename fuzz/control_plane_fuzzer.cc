@@ -120,7 +120,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (size < 1) return 0;
   const uint8_t* d = data + 1;
   const size_t n = size - 1;
-  switch (data[0] % 22) {
+  switch (data[0] % 23) {
     case 0:
       Fuzz<ps::PServer_BeginInitParams_args>(d, n);
       break;
@@ -187,6 +187,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       break;
     case 21:
       FuzzMessage(d, n);
+      break;
+    case 22:
+      Fuzz<ps::PServer_SetLearningRates_args>(d, n);
       break;
   }
   return 0;

@@ -62,6 +62,26 @@ Status ValidateRuleConfig(const UpdateRuleConfig& c) {
   return Status::OK();
 }
 
+Status CheckLearningRateValue(std::string_view param, double lr) {
+  if (std::isfinite(lr) && lr >= 0) return Status::OK();
+  return Status::InvalidArgument("learning rate of '" + std::string(param) +
+                                 "': " + std::to_string(lr) +
+                                 " is not finite and >= 0");
+}
+
+Status CheckNewLearningRate(std::string_view param,
+                            const UpdateRuleConfig& rule, double lr) {
+  FABPS_RETURN_IF_ERROR(CheckLearningRateValue(param, lr));
+  if (rule.schedule == LrSchedule::kLinearDecay) {
+    return Status::FailedPrecondition(
+        "learning rate of '" + std::string(param) +
+        "': its rule has the linear_decay schedule, which sets the rate of "
+        "every update; use the constant schedule to set rates from the "
+        "trainer");
+  }
+  return Status::OK();
+}
+
 int StateSlots(RuleKind kind) {
   switch (kind) {
     case RuleKind::kSgd:

@@ -53,6 +53,20 @@ struct UpdateRuleConfig {
 // decay_steps >= 1 for kLinearDecay.
 Status ValidateRuleConfig(const UpdateRuleConfig& config);
 
+// OK, or InvalidArgument naming parameter `param` unless `lr` is finite and
+// >= 0.
+Status CheckLearningRateValue(std::string_view param, double lr);
+// Whether the learning rate of parameter `param`, whose rule is `rule`, may
+// become `lr` while the job runs (PServer.SetLearningRates):
+// CheckLearningRateValue's refusal; FailedPrecondition
+// naming it when `rule` has the kLinearDecay schedule (the pserver's
+// schedule sets each update's rate; a rate set from outside would fight
+// it, so the rule keeps its schedule and a job that drives the rate itself
+// uses kConstant). The new rate replaces learning_rate and applies from the
+// next update of every block of the parameter.
+Status CheckNewLearningRate(std::string_view param,
+                            const UpdateRuleConfig& rule, double lr);
+
 // Number of state arrays the rule keeps per block (0, 1 or 2): momentum and
 // Nesterov keep v, Adam m and s, AdaGrad s.
 int StateSlots(RuleKind kind);

@@ -234,6 +234,23 @@ class Shard {
   // Number of updates applied to the block (kSync: its current step).
   Result<uint64_t> UpdateCount(uint32_t block) const;
 
+  // Learning rates set while the job runs (shard_rules.cc). Checks every
+  // (parameter name -> new learning rate) of `rates` first: NotFound for a
+  // name the layout does not have, and protocol::CheckNewLearningRate's
+  // refusals (InvalidArgument for a rate that is not finite and >= 0,
+  // FailedPrecondition for a rule with the linear-decay schedule), each
+  // naming the parameter. Nothing changes unless all pass. Then each
+  // parameter's rule takes its new rate under the locks of all its owned
+  // blocks, so every later update of any of its blocks uses it (in both
+  // modes; an update in progress finishes with the old one).
+  // options() keeps the rules the shard was created with; RuleOf is the
+  // current one.
+  Status CheckLearningRates(const std::map<std::string, double>& rates) const;
+  Status SetLearningRates(const std::map<std::string, double>& rates);
+  // The rule parameter `param` (an index into layout().params()) applies
+  // now.
+  UpdateRuleConfig RuleOf(uint32_t param) const;
+
   // Hashed tables (see above). GatherHashed writes the row of ids[i] to
   // out + i * row bytes (the initial row where none is held) under the
   // bucket's lock; an id of another bucket is InvalidArgument.
@@ -331,6 +348,10 @@ class Shard {
   std::vector<uint32_t> block_ids_;
   std::vector<int32_t> local_of_;  // global id -> index in blocks_, or -1
   std::vector<std::unique_ptr<Block>> blocks_;
+  // Each Block points at its parameter's entry. An entry changes only
+  // under rules_mu_ and the locks of all the parameter's owned blocks, and
+  // is read under either.
+  mutable std::mutex rules_mu_;
   std::vector<UpdateRuleConfig> rule_of_param_;
   std::vector<std::unique_ptr<Table>> tables_;  // by param; null: dense
   std::atomic<uint64_t> row_version_{0};

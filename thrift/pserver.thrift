@@ -149,4 +149,14 @@ service PServer {
   // missing); returns the file's path.
   string SaveModel(1: string dir) throws (1: PsError e),
   PsStatus GetStatus(),
+  // Sets the learning rate of each named parameter (name -> rate) for every
+  // later update of its blocks on this pserver, and records it in the
+  // InitConfig kept beside the checkpoints: GetInitConfig returns it and a
+  // pserver restarted from its checkpoints applies it. All or nothing:
+  // INVALID_ARGUMENT for a rate that is not finite and >= 0, NOT_FOUND for
+  // a name the layout does not have, FAILED_PRECONDITION for a rule with
+  // the linear_decay schedule (protocol::CheckNewLearningRate) or before
+  // initialization; each message names the parameter. `trainer_id` is for
+  // the log.
+  void SetLearningRates(1: i64 trainer_id, 2: map<string, double> rates) throws (1: PsError e),
 }

@@ -1,7 +1,7 @@
 // PServerClient composed of its parts: the session (discovery, connections,
-// endpoint, registration and reconnect), the dense path, the rows path and
-// the initialization. The public calls take the client's lock, prepare the
-// session where a call moves data, and delegate.
+// endpoint, registration and reconnect), the dense path, the rows path, the
+// initialization and the rules' control (learning rates). The public calls take
+// the client's lock, prepare the session where a call moves data, and delegate.
 #include "trainer/pserver_client.h"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include "trainer/pserver_connection.h"
 #include "trainer/pserver_session.h"
 #include "trainer/rows_path.h"
+#include "trainer/rule_control.h"
 #include "trainer/transfer_handle.h"
 #include "transport/registration_cache.h"
 
@@ -26,13 +27,15 @@ struct PServerClient::Impl {
       : session(std::move(s)),
         dense(session.get()),
         rows(session.get()),
-        init(session.get()) {}
+        init(session.get()),
+        rules(session.get()) {}
 
   std::mutex mu;  // serializes the public calls
   std::unique_ptr<PServerSession> session;
   DensePath dense;
   RowsPath rows;
   ParamInit init;
+  RuleControl rules;
 };
 
 PServerClient::PServerClient(std::unique_ptr<Impl> impl)
@@ -208,6 +211,20 @@ Status PServerClient::SaveModel(const std::string& dir, Deadline deadline) {
         "SaveModel", [&](ps::PServerClient& c) { c.SaveModel(path, dir); }));
   }
   return Status::OK();
+}
+
+Status PServerClient::SetLearningRates(
+    const std::map<std::string, double>& rates, Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  FABPS_RETURN_IF_ERROR(impl_->session->Prepare(deadline));
+  return impl_->rules.SetLearningRates(rates, deadline);
+}
+
+Result<std::map<std::string, UpdateRuleConfig>> PServerClient::Rules(
+    Deadline deadline) {
+  std::lock_guard<std::mutex> l(impl_->mu);
+  FABPS_RETURN_IF_ERROR(impl_->session->Prepare(deadline));
+  return impl_->rules.Rules(deadline);
 }
 
 Result<const Layout*> PServerClient::layout(Deadline deadline) {

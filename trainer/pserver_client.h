@@ -296,6 +296,22 @@ class PServerClient {
   // of the deadline).
   Status SaveModel(const std::string& dir, Deadline deadline);
 
+  // Sets the learning rate of each named parameter (name -> rate) on every
+  // pserver, for every later update of its blocks (in both modes). Each
+  // pserver records the rates with its InitConfig, so one restarted from
+  // its checkpoints applies them. InvalidArgument for a rate that is not
+  // finite and >= 0 and NotFound for a name the layout does not have
+  // (nothing sent); FailedPrecondition for a parameter whose rule has the
+  // linear_decay schedule (protocol::CheckNewLearningRate); each names the
+  // parameter. A failure partway leaves the pservers before it with the new
+  // rates: sending the same rates again is harmless. Waits for the
+  // parameters to exist, like the data calls.
+  Status SetLearningRates(const std::map<std::string, double>& rates,
+                          Deadline deadline);
+  // Every parameter's update rule (by name) as the pservers apply it now,
+  // learning rates set by SetLearningRates included.
+  Result<std::map<std::string, UpdateRuleConfig>> Rules(Deadline deadline);
+
   // The layout, once initialization is done (waits for it).
   Result<const Layout*> layout(Deadline deadline);
   // Every pserver's hashed tables as its status says (one entry per table

@@ -306,6 +306,42 @@ void PServerService::SaveModel(std::string& out, const std::string& dir) {
   out = info->path;
 }
 
+void PServerService::SetLearningRates(
+    int64_t trainer_id, const std::map<std::string, double>& rates) {
+  if (!initialized_)
+    ThrowPsError(
+        Status::FailedPrecondition("parameters are not initialized yet"));
+  std::lock_guard<std::mutex> l(mu_);
+  Status s = shard_->CheckLearningRates(rates);
+  if (!s.ok()) ThrowPsError(s);
+  ps::InitConfig config = config_;
+  std::string changed;  // "name lr, ..." of the first rates that change
+  size_t num_changed = 0;
+  for (const auto& [name, lr] : rates) {
+    auto it = config.rules.find(name);
+    if (it == config.rules.end())
+      it = config.rules.emplace(name, config.default_rule).first;
+    if (it->second.learning_rate == lr) continue;
+    it->second.learning_rate = lr;
+    if (++num_changed <= 3) {
+      changed +=
+          (changed.empty() ? "" : ", ") + name + " " + std::to_string(lr);
+    }
+  }
+  // Every trainer of a job sends the same schedule: the first one changes.
+  if (num_changed == 0) return;
+  if (num_changed > 3) changed += " (" + std::to_string(num_changed) + ")";
+  if (!options_.checkpoint_dir.empty()) {
+    s = WriteInitConfigFile(InitConfigPath(), config);
+    if (!s.ok()) ThrowPsError(s.WithContext("recording learning rates"));
+  }
+  s = shard_->SetLearningRates(rates);
+  if (!s.ok()) ThrowPsError(s);
+  config_ = std::move(config);
+  FABPS_LOG(INFO) << "trainer " << trainer_id
+                  << " set learning rates: " << changed;
+}
+
 void PServerService::GetStatus(ps::PsStatus& out) {
   out.index = static_cast<int32_t>(options_.index);
   out.num_pservers = static_cast<int32_t>(options_.num_pservers);

@@ -92,6 +92,11 @@ class PServerService : public rpc::pserver::PServerIf {
                        const rpc::pserver::TrainerHello& hello) override;
   void SaveModel(std::string& out, const std::string& dir) override;
   void GetStatus(rpc::pserver::PsStatus& out) override;
+  // Checks the rates on the shard, writes the InitConfig with them (when
+  // there is a checkpoint directory), then sets them on the shard: a
+  // pserver that restarts after this returns comes back with them.
+  void SetLearningRates(int64_t trainer_id,
+                        const std::map<std::string, double>& rates) override;
 
  private:
   Status BuildShard(const rpc::pserver::InitConfig& config,

@@ -189,6 +189,8 @@ class PServerClient:
         if isinstance(addresses, str):
             addresses = [a.strip() for a in addresses.split(",") if a.strip()]
         self._init_wait_s = init_wait_ms / 1000.0
+        self._rule = rule if rule is not None else _core.Rule()
+        self._rules = dict(rules or {})
         self._c = _core.PServerClient(
             store, job, list(addresses or []), provider, interface,
             int(trainer_id), rule, dict(rules or {}), int(rpc_timeout_ms),
@@ -351,6 +353,30 @@ class PServerClient:
         pservers' machines)."""
         self._c.save_model(
             str(path), DEFAULT_SAVE_TIMEOUT if timeout is None else timeout)
+
+    def set_learning_rates(self, rates, timeout=None):
+        """Sets the learning rate of each named parameter (a dict name ->
+        rate) on every pserver, for every later update of it; a pserver
+        restarted from its checkpoints keeps it. fabps.InvalidArgument for a
+        rate that is not finite and >= 0, fabps.NotFound for an unknown name
+        (nothing sent), fabps.FailedPrecondition for a parameter whose rule
+        has the linear_decay schedule; each names the parameter. Sending
+        the same rates again after a failure is harmless."""
+        self._c.set_learning_rates(
+            {str(n): float(lr) for n, lr in dict(rates).items()},
+            DEFAULT_TIMEOUT if timeout is None else timeout)
+
+    def rule_for(self, name):
+        """The fabps.Rule this client initializes parameter `name` with
+        (`rules[name]`, else `rule`); the pservers apply it if this client
+        or one configured alike initialized the job (see rules())."""
+        return self._rules.get(name, self._rule)
+
+    def rules(self, timeout=None):
+        """Every parameter's fabps.Rule (a dict by name) as the pservers
+        apply it now, rates set by set_learning_rates included. Waits for
+        the parameters to exist."""
+        return self._c.rules(DEFAULT_TIMEOUT if timeout is None else timeout)
 
     # --- the rest ----------------------------------------------------------
 

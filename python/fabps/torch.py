@@ -93,6 +93,18 @@ initialized with.
 Thread safety: one thread (the training loop's) calls the optimizer and runs
 forward and backward.
 
+Learning rates: the optimizer is a torch.optim.Optimizer whose
+param_groups (fabps/param_groups.py) carry the pservers' rule: "lr" and
+the rule's other hyper-parameters. A torch LR scheduler (StepLR, LambdaLR,
+...) or the caller changes a group's "lr"; before the next push (in
+backward or step()) the new rate of each of the group's parameters goes to
+the pservers (PServerClient.set_learning_rates), so that push is applied
+with it. A send lost to a dead pserver loses the step like a push and is
+sent again with the next one. Only "lr" changes (ValueError for the others).
+state_dict() holds the groups and what the pservers hold about each
+parameter's rule; the optimizer state (momentum, Adam's slots) leaves with
+the model file (fabps-export --with-optimizer-state).
+
 Embedding tables on the pservers: fabps.torch.Embedding and
 fabps.torch.EmbeddingBag (fabps/embedding.py) pull a batch's rows in forward
 and push their gradient in backward; they have no torch Parameter, so the
@@ -108,6 +120,7 @@ import weakref
 import torch
 
 import fabps
+from fabps import param_groups as _groups
 from fabps.embedding import Embedding, EmbeddingBag  # noqa: F401
 
 _log = logging.getLogger("fabps.torch")
@@ -229,16 +242,18 @@ class _Layer:
         self.pull = None  # the pending pull_async handle
 
 
-class DistributedOptimizer:
+class DistributedOptimizer(torch.optim.Optimizer):
     """Pushes a model's gradients to the pservers and pulls the updated
     parameters back (see the module's documentation: accumulation, one
-    optimizer per parameter, types, timeouts, lost steps).
+    optimizer per parameter, types, timeouts, lost steps, learning rates).
 
     Args:
       client: a fabps.PServerClient, used only from this thread.
       named_parameters: (name, torch.nn.Parameter) pairs, e.g.
         model.named_parameters(); only those with requires_grad are trained.
-        float32 or float64, CPU, contiguous, dense gradients.
+        float32 or float64, CPU, contiguous, dense gradients. Or parameter
+        groups as torch.optim takes them: dicts with "params" (such pairs)
+        and optionally "lr" (see param_groups below).
       model: the torch.nn.Module that uses them (optional): groups the
         parameters by the module that owns them (a layer per push and pull)
         and, with overlap_pull, lets each layer's forward wait for its own
@@ -264,9 +279,26 @@ class DistributedOptimizer:
         groups are faster (as DistributedDataParallel's bucket_cap_mb);
         on large ones, per-layer groups overlap more of the backward.
 
+    param_groups (fabps/param_groups.py): a list of dicts as torch.optim's:
+    "params", "param_names" (the names on the pservers), "lr" and the other
+    hyper-parameters of the pservers' rule that apply ("rule", "momentum",
+    "betas", "eps", "weight_decay", ...). Pairs make one group per distinct
+    rule of client.rule_for(name), with its lr; a group dict's parameters
+    share one rule (apart from lr). Only "lr" may change: a torch LR
+    scheduler (torch.optim.lr_scheduler.StepLR, LambdaLR, ...) or the caller
+    writes it, and the optimizer sends the new rate of every parameter of
+    the group to the pservers (PServerClient.set_learning_rates) before the
+    next push, so the next gradient is applied with it; a group given with
+    "lr" sends it before its first push. A rule with the linear_decay
+    schedule sets its own rates: changing that group's lr raises
+    fabps.FailedPrecondition. Parameters are fixed at construction
+    (add_param_group raises).
+
     Raises TypeError for a parameter of another dtype or with sparse
-    gradients, ValueError for one not on the CPU or not contiguous,
-    RuntimeError for one another live DistributedOptimizer holds.
+    gradients, ValueError for one not on the CPU or not contiguous, for
+    parameters of one group with different rules or a group key other than
+    params and lr, RuntimeError for one another live DistributedOptimizer
+    holds.
     """
 
     def __init__(self, client, named_parameters, model=None, *,
@@ -284,10 +316,20 @@ class DistributedOptimizer:
         self._max_lost = max_lost_steps
         self._retry_delay = retry_delay
         self._transient = _transient_errors()
-        named = [(n, p) for n, p in named_parameters if p.requires_grad]
+        # A client without rules (a stand-in) gives the default rule.
+        rule_for = getattr(client, "rule_for", lambda _name: fabps.Rule())
+        groups, given = _groups.build(named_parameters, rule_for)
+        named = [(n, p) for g in groups
+                 for n, p in zip(g["param_names"], g["params"])]
         if not named:
             raise ValueError("DistributedOptimizer: no trainable parameters")
         self._check(named, model)
+        self._constructed = False  # add_param_group works until True
+        torch.optim.Optimizer.__init__(self, groups, {})
+        self._constructed = True
+        self._fixed = [_groups.fixed_part(g) for g in self.param_groups]
+        self._lrs = _groups.LearningRates(self.param_groups, given)
+        self._initialized = False  # init_params() or a step went through
         self._named = named
         for n, p in named:
             _claim(p, self)
@@ -370,9 +412,11 @@ class DistributedOptimizer:
         client's rule); otherwise the job's current values are pulled into
         the parameters. True when this trainer initialized. `timeout` None:
         the optimizer's `timeout`."""
-        return self._client.init_params(
+        mine = self._client.init_params(
             self._named_data(),
             timeout=self._timeout if timeout is None else timeout)
+        self._initialized = True
+        return mine
 
     # ---- the training step ----------------------------------------------
 
@@ -387,10 +431,12 @@ class DistributedOptimizer:
         finally:
             self._accumulating = previous
 
-    def zero_grad(self):
-        """Zeroes every gradient buffer in place. Waits for pushes still in
-        flight (a step() that was skipped) so none reads a half-zeroed
-        buffer; gradients not pushed yet are dropped."""
+    def zero_grad(self, set_to_none=False):
+        """Zeroes every gradient buffer in place (with set_to_none too: the
+        buffers stay, see "Memory"). Waits for pushes still in flight (a
+        step() that was skipped) so none reads a half-zeroed buffer;
+        gradients not pushed yet are dropped."""
+        del set_to_none
         if self._pushes or self._push_error is not None:
             self._wait_pushes()
         self._end_backward()
@@ -411,6 +457,10 @@ class DistributedOptimizer:
         counts for the next step)."""
         self.steps += 1
         self._end_backward()
+        if self._push_error is None:
+            # A learning rate changed after backward's pushes (or none were
+            # made): the next push uses it.
+            self._push_error = self._send_learning_rates()
         for layer in self._layers:
             if layer.dirty and not layer.pushed:
                 self._push(layer)
@@ -426,6 +476,7 @@ class DistributedOptimizer:
             error = self._start_pull() or error
         if error is None:
             self.lost_in_a_row = 0
+            self._initialized = True
             return True
         self._lose(error)
         return False
@@ -444,6 +495,86 @@ class DistributedOptimizer:
         self.synchronize()
         self._client.pull(self._named_data(),
                           timeout=self._timeout if timeout is None else timeout)
+
+    # ---- torch.optim.Optimizer's contracts ------------------------------
+
+    def add_param_group(self, param_group):
+        """Refused once constructed (RuntimeError): the parameters' hooks
+        and layers are set up at construction; create another optimizer."""
+        if self._constructed:
+            raise RuntimeError(
+                "DistributedOptimizer: parameters are fixed at construction; "
+                "create another DistributedOptimizer for more")
+        torch.optim.Optimizer.add_param_group(self, param_group)
+
+    def state_dict(self):
+        """{"state": {...}, "param_groups": [...]}, as torch.optim's:
+        param_groups as the optimizer holds them ("params" as indices into
+        the parameters in group order, "param_names", "lr" and the rule's
+        hyper-parameters, a scheduler's keys); state[i] for parameter i
+        what the pservers hold about its rule now: "rule" (the kind), "lr"
+        (the rate they apply), and "step", this optimizer's step() count
+        (the pservers count updates per block, which a trainer cannot
+        read). Asks the pservers (timeout: the optimizer's `timeout`;
+        fabps errors propagate).
+
+        The optimizer state itself (momentum, Adam's and AdaGrad's slots)
+        lives on the pservers beside the values and leaves with the model
+        file: fabps-export --with-optimizer-state, or the pservers'
+        checkpoints (docs/OPERATING.md, "The model file")."""
+        rules = self._client.rules(timeout=self._timeout)
+        state, groups, index = {}, [], 0
+        for g in self.param_groups:
+            packed = {k: v for k, v in g.items() if k != "params"}
+            packed["param_names"] = list(g["param_names"])
+            packed["params"] = list(range(index, index + len(g["params"])))
+            for name in g["param_names"]:
+                rule = rules[name]
+                state[index] = {"rule": rule.kind, "lr": rule.lr,
+                                "step": self.steps}
+                index += 1
+            groups.append(packed)
+        return {"state": state, "param_groups": groups}
+
+    def load_state_dict(self, state_dict):
+        """Takes the param_groups of `state_dict` (from state_dict()): the
+        same number of groups with as many parameters each (and the same
+        "param_names" when it has them) and the same rule, else ValueError;
+        "lr" and a scheduler's keys are copied, "step" of its state becomes
+        `steps`. The learning rates are sent to the pservers at once when
+        the parameters are initialized (after init_params() or a step that
+        went through; fabps errors propagate, a lost connection leaves them
+        for the next push), else before the first push."""
+        saved = state_dict["param_groups"]
+        if len(saved) != len(self.param_groups):
+            raise ValueError(
+                f"DistributedOptimizer.load_state_dict: {len(saved)} "
+                f"parameter groups, this optimizer has "
+                f"{len(self.param_groups)}")
+        for i, (g, s) in enumerate(zip(self.param_groups, saved)):
+            if len(s["params"]) != len(g["params"]) or (
+                    "param_names" in s and
+                    list(s["param_names"]) != list(g["param_names"])):
+                raise ValueError(
+                    f"DistributedOptimizer.load_state_dict: group {i} holds "
+                    f"{list(s.get('param_names', s['params']))}, this "
+                    f"optimizer's {g['param_names']}")
+        _groups.check_fixed(saved, self._fixed)
+        for g, s in zip(self.param_groups, saved):
+            g.update((k, v) for k, v in s.items()
+                     if k not in ("params", "param_names"))
+        steps = [st["step"] for st in state_dict.get("state", {}).values()
+                 if "step" in st]
+        if steps:
+            self.steps = max(steps)
+        self._lrs.resend()
+        if self._initialized:
+            rates, lrs = self._lrs.pending(self.param_groups)
+            try:
+                self._client.set_learning_rates(rates, timeout=self._timeout)
+            except self._transient:
+                return
+            self._lrs.mark_sent(lrs)
 
     def close(self):
         """Waits for transfers in flight, then removes the hooks and lets
@@ -571,11 +702,32 @@ class DistributedOptimizer:
         for layer in self._layers:
             layer.ready.clear()
 
+    def _send_learning_rates(self):
+        """Sends the learning rates of the groups whose "lr" changed since
+        they were last sent (checking that nothing else of the rule did);
+        returns the transient error that stopped it (sent again later)."""
+        _groups.check_fixed(self.param_groups, self._fixed)
+        rates, lrs = self._lrs.pending(self.param_groups)
+        if not rates:
+            return None
+        try:
+            self._client.set_learning_rates(rates,
+                                            timeout=self._step_timeout)
+        except self._transient as e:
+            return e
+        self._lrs.mark_sent(lrs)
+        return None
+
     def _push(self, layer):
         layer.pushed = True
         layer.dirty = False
         if self._push_error is not None:
             return  # this step is lost already
+        # A push is applied with the rates the pservers have: a changed
+        # one goes first. Raised inside backward: keep it, as a push's.
+        self._push_error = self._send_learning_rates()
+        if self._push_error is not None:
+            return
         try:
             handle = self._client.push(
                 [(n, self._grads[n]) for n in layer.names],

@@ -349,6 +349,23 @@ class Client : public std::enable_shared_from_this<Client> {
     return out;
   }
 
+  void SetLearningRates(const std::map<std::string, double>& rates,
+                        double timeout) {
+    CheckOpen();
+    Deadline d = DeadlineIn(timeout, "set_learning_rates");
+    ThrowIfError(Run<Status>([rates, d](PServerClient* c) {
+      return c->SetLearningRates(rates, d);
+    }));
+  }
+
+  std::map<std::string, trainer::UpdateRuleConfig> Rules(double timeout) {
+    CheckOpen();
+    Deadline d = DeadlineIn(timeout, "rules");
+    return ValueOrThrow(
+        Run<Result<std::map<std::string, trainer::UpdateRuleConfig>>>(
+            [d](PServerClient* c) { return c->Rules(d); }));
+  }
+
   void SaveModel(const std::string& dir, double timeout) {
     CheckOpen();
     Deadline d = DeadlineIn(timeout, "save_model");
@@ -616,6 +633,9 @@ void DefinePServerClient(py::module_& m) {
           py::arg("transient"), py::arg("timeout"), py::arg("pull"),
           py::arg("step") = py::none())
       .def("save_model", &Client::SaveModel, py::arg("dir"), py::arg("timeout"))
+      .def("set_learning_rates", &Client::SetLearningRates, py::arg("rates"),
+           py::arg("timeout"))
+      .def("rules", &Client::Rules, py::arg("timeout"))
       .def("forget", &Client::Forget, py::arg("ptr"), py::arg("bytes"))
       .def("registration_stats", &Client::RegistrationStats)
       .def("in_flight", &Client::in_flight)

@@ -3,6 +3,7 @@ tests/trainer/pserver_cluster.h): N pservers on loopback, each with its own
 checkpoint directory in a temporary directory, ports read from --port-file,
 killed by PID."""
 
+import contextlib
 import os
 import signal
 import subprocess
@@ -106,3 +107,14 @@ class PServerProcs:
     def close(self):
         for i in range(len(self.procs)):
             self.kill(i)
+
+
+@contextlib.contextmanager
+def running(provider, n, tmpdir, extra=()):
+    """N started PServerProcs, ended by PID when the block ends (a pytest
+    fixture yields from it)."""
+    procs = PServerProcs(provider, n, tmpdir, extra)
+    try:
+        yield procs.start_all()
+    finally:
+        procs.close()

@@ -22,7 +22,7 @@ import torch
 
 import fabps
 import fabps.torch
-from pserver_procs import PServerProcs
+from pserver_procs import running
 
 os.environ.setdefault("FABPS_JOB_TOKEN", "torch-optimizer-test")
 torch.set_num_threads(1)
@@ -30,11 +30,8 @@ torch.set_num_threads(1)
 
 @pytest.fixture
 def pservers(tmp_path):
-    procs = PServerProcs("tcp;ofi_rxm", 2, tmp_path)
-    try:
-        yield procs.start_all()
-    finally:
-        procs.close()
+    with running("tcp;ofi_rxm", 2, tmp_path) as procs:
+        yield procs
 
 
 class TwoLayers(torch.nn.Module):
