@@ -90,6 +90,21 @@ void InitialRow(const TableConfig& c, uint64_t id, DType dtype,
 // ...) admits it.
 bool Admits(const TableConfig& c, uint64_t id, uint64_t count);
 
+// A hashed table's counters on one pserver (its status, metrics and the
+// clients' table stats).
+struct TableStats {
+  std::string name;
+  uint32_t pserver = 0;        // the pserver's index
+  uint64_t rows = 0;           // held now
+  uint64_t bytes = 0;          // rows x bytes per row, plus the sketch
+  uint64_t bytes_per_row = 0;  // values, state, id, times and index
+  uint64_t admitted = 0;       // rows created
+  uint64_t evicted_ttl = 0;
+  uint64_t evicted_budget = 0;
+  uint64_t not_admitted = 0;  // pushed rows dropped: id not admitted yet
+  uint64_t over_budget = 0;   // sweeps that found the table over budget
+};
+
 }  // namespace fabps::protocol
 
 #endif  // FABPS_PROTOCOL_HASHED_TABLE_H_

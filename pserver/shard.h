@@ -174,17 +174,7 @@ struct BlockView {
 };
 
 // A hashed table on one pserver.
-struct HashedTableStats {
-  std::string name;
-  uint64_t rows = 0;           // held now
-  uint64_t bytes = 0;          // rows * BytesPerRow, plus the sketch
-  uint64_t bytes_per_row = 0;  // HashedRows::BytesPerRow of the table
-  uint64_t admitted = 0;       // rows created
-  uint64_t evicted_ttl = 0;
-  uint64_t evicted_budget = 0;
-  uint64_t not_admitted = 0;  // pushed rows dropped: id not admitted yet
-  uint64_t over_budget = 0;   // sweeps that found the table over budget
-};
+using HashedTableStats = protocol::TableStats;
 
 class Shard {
  public:

@@ -278,6 +278,7 @@ std::vector<HashedTableStats> Shard::HashedStats() const {
     const Table& t = *tp;
     HashedTableStats st;
     st.name = t.spec->name;
+    st.pserver = options_.shard_index;
     for (const Block* b : t.buckets) {
       std::lock_guard<std::mutex> lock(b->mu);
       st.rows += b->hashed->size();

@@ -105,7 +105,7 @@ struct Registration {
   11: i64 sync_step = 0,       // sync: the largest step of this pserver's blocks
 }
 
-// A hashed table on one pserver (pserver::HashedTableStats).
+// A hashed table on one pserver (protocol::TableStats).
 struct TableStatus {
   1: string name,
   2: i64 rows,             // held now

@@ -9,6 +9,7 @@
 #include <optional>
 
 #include "protocol/wire.h"
+#include "pserver/rpc/table_status.h"
 #include "trainer/dense_path.h"
 #include "trainer/param_init.h"
 #include "trainer/pserver_connection.h"
@@ -243,19 +244,8 @@ Result<std::vector<PServerClient::TableStats>> PServerClient::HashedTableStats(
     FABPS_RETURN_IF_ERROR(
         c->Call("GetStatus",
                 [&](rpc::pserver::PServerClient& pc) { pc.GetStatus(st); }));
-    for (const auto& t : st.tables) {
-      TableStats ts;
-      ts.name = t.name;
-      ts.pserver = c->index();
-      ts.rows = static_cast<uint64_t>(t.rows);
-      ts.bytes = static_cast<uint64_t>(t.bytes);
-      ts.bytes_per_row = static_cast<uint64_t>(t.bytes_per_row);
-      ts.admitted = static_cast<uint64_t>(t.admitted);
-      ts.evicted_ttl = static_cast<uint64_t>(t.evicted_ttl);
-      ts.evicted_budget = static_cast<uint64_t>(t.evicted_budget);
-      ts.not_admitted = static_cast<uint64_t>(t.not_admitted);
-      out.push_back(ts);
-    }
+    for (const auto& t : st.tables)
+      out.push_back(pserver::TableStatsFromThrift(t, c->index()));
   }
   return out;
 }

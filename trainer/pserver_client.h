@@ -316,12 +316,7 @@ class PServerClient {
   Result<const Layout*> layout(Deadline deadline);
   // Every pserver's hashed tables as its status says (one entry per table
   // per pserver, by pserver index).
-  struct TableStats {
-    std::string name;
-    uint32_t pserver = 0;
-    uint64_t rows = 0, bytes = 0, bytes_per_row = 0, admitted = 0,
-             evicted_ttl = 0, evicted_budget = 0, not_admitted = 0;
-  };
+  using TableStats = protocol::TableStats;
   Result<std::vector<TableStats>> HashedTableStats(Deadline deadline);
   std::string provider() const;
   TrainerId trainer_id() const;

@@ -6,6 +6,7 @@
 #include <filesystem>
 
 #include "base/log.h"
+#include "pserver/rpc/table_status.h"
 
 namespace fabps::pserver {
 
@@ -362,19 +363,8 @@ void PServerService::GetStatus(ps::PsStatus& out) {
   if (initialized_) {
     out.num_blocks = static_cast<int64_t>(shard_->block_ids().size());
     out.sync_step = static_cast<int64_t>(shard_->MaxStep());
-    for (const HashedTableStats& t : shard_->HashedStats()) {
-      ps::TableStatus ts;
-      ts.name = t.name;
-      ts.rows = static_cast<int64_t>(t.rows);
-      ts.bytes = static_cast<int64_t>(t.bytes);
-      ts.bytes_per_row = static_cast<int64_t>(t.bytes_per_row);
-      ts.admitted = static_cast<int64_t>(t.admitted);
-      ts.evicted_ttl = static_cast<int64_t>(t.evicted_ttl);
-      ts.evicted_budget = static_cast<int64_t>(t.evicted_budget);
-      ts.not_admitted = static_cast<int64_t>(t.not_admitted);
-      ts.over_budget = static_cast<int64_t>(t.over_budget);
-      out.tables.push_back(ts);
-    }
+    for (const HashedTableStats& t : shard_->HashedStats())
+      out.tables.push_back(TableStatusToThrift(t));
   }
 }
 
