@@ -15,21 +15,9 @@ same definition). LOAD: the 1-minute load average before the run.
 
 import glob
 import json
-import statistics
 import sys
 
-
-def json_lines(path):
-    out = []
-    with open(path) as f:
-        for line in f:
-            line = line.strip()
-            if line.startswith("{"):
-                try:
-                    out.append(json.loads(line))
-                except ValueError:
-                    pass
-    return out
+from summarize import json_lines, median_or_none
 
 
 def fabps_run(run_dir, system, load):
@@ -62,16 +50,11 @@ def reference_run(path, system, load):
             "seconds_to_target": s["seconds_to_target"], "load": load}
 
 
-def median_of(runs, key):
-    values = [r[key] for r in runs if r[key] is not None]
-    return statistics.median(values) if values else None
-
-
 def table(path):
     by_system = {}
     for r in json_lines(path):
         by_system.setdefault(r["system"], []).append(r)
-    med = {s: {k: median_of(rs, k) for k in
+    med = {s: {k: median_or_none([r[k] for r in rs]) for k in
                ("samples_per_sec", "final_auc", "seconds_to_target")}
            for s, rs in by_system.items()}
     refs = [s for s in med if s.startswith("reference")]
