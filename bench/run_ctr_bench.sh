@@ -62,7 +62,8 @@ for t in "${threads[@]}"; do systems+=("reference-${t}t"); done
 systems+=(fabps-cpp fabps-torch)
 echo "run_ctr_bench: $rounds rounds x $passes passes of $records" \
   "impressions from $data, output in $out"
-echo "machine: $(nproc) CPUs, $(grep -m1 'model name' /proc/cpuinfo | cut -d: -f2)"
+cpu="$(grep -m1 "model name" /proc/cpuinfo | cut -d: -f2)"
+echo "machine: $(nproc) CPUs,$cpu"
 for ((i = 1; i <= rounds; i++)); do
   order=()
   for ((k = 0; k < ${#systems[@]}; k++)); do
