@@ -38,25 +38,18 @@ else
   trap 'rm -rf "$out"' EXIT
 fi
 
-# "samples_per_sec auc planted" of the run in directory $1.
+# "samples_per_sec auc planted" of the run in directory $1 (samples/s and
+# AUC: bench/torch/ctr_summarize.py's).
 summarize() {
-  /usr/bin/python3 - "$1" <<'PY'
-import glob, json, re, sys
+  /usr/bin/python3 - "$1" "$root/bench/torch" <<'PY'
+import re, sys
+sys.path.insert(0, sys.argv[2])
+import ctr_summarize
 run = sys.argv[1]
-total, auc = 0.0, float("nan")
-for path in glob.glob(f"{run}/run/trainer-*.metrics"):
-    samples, secs = 0, 0.0
-    for line in open(path):
-        j = json.loads(line)
-        if j.get("event") != "pass":
-            continue
-        samples += j["samples"]
-        secs += j["seconds"] - (j.get("eval_seconds") or 0.0)
-        if j.get("test_auc") is not None:
-            auc = j["test_auc"]
-    total += samples / secs if secs > 0 else 0.0
+r = ctr_summarize.fabps_run(f"{run}/run", "", "")
+auc = float("nan") if r["final_auc"] is None else r["final_auc"]
 m = re.search(r"planted model's test AUC: ([0-9.]+)", open(f"{run}/out").read())
-print(f"{total:.0f} {auc:.4f} {m.group(1) if m else 'nan'}")
+print(f"{r['samples_per_sec']} {auc:.4f} {m.group(1) if m else 'nan'}")
 PY
 }
 
