@@ -115,7 +115,8 @@ int ParseCtrTrainerFlags(int argc, char** argv, CtrTrainerConfig* c) {
   app.add_option("--init-from", c->init_from,
                  "a model file (fabps-export) to start from instead of "
                  "--seed: its emb (--table fixed) or emb.ids and emb.values "
-                 "(--table hashed: the rows it holds) and fc1.*, fc2.*");
+                 "(--table hashed: the rows it holds) and fc1.*, fc2.* "
+                 "(default: none, --seed)");
   app.add_option("--block-elements", c->block_elements,
                  "parameter block size on the pservers, in elements (the "
                  "table's blocks are whole rows)")
