@@ -8,28 +8,38 @@
 
 #include <chrono>
 #include <cstdlib>
+#include <filesystem>
+#include <memory>
 #include <thread>
 
+#include "base/deadline.h"
 #include "base/file_util.h"
+#include "coord/store.h"
 
 namespace fabps::launch {
 namespace {
 
-// A loopback TCP port that was free a moment ago.
-int FreePort() {
-  int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0) return 0;
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof(a);
-  int port = 0;
-  if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) == 0 &&
-      ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) == 0) {
-    port = ntohs(a.sin_port);
+// `n` distinct loopback TCP ports that were free a moment ago: every
+// socket stays bound until all are chosen. Empty when none could be bound.
+std::vector<int> FreePorts(int n) {
+  std::vector<int> fds, ports;
+  for (int i = 0; i < n; ++i) {
+    int fd = ::socket(AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+    if (fd < 0) break;
+    fds.push_back(fd);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    socklen_t len = sizeof(a);
+    if (::bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof(a)) != 0 ||
+        ::getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len) != 0) {
+      break;
+    }
+    ports.push_back(ntohs(a.sin_port));
   }
-  ::close(fd);
-  return port;
+  for (int fd : fds) ::close(fd);
+  if (static_cast<int>(ports.size()) != n) ports.clear();
+  return ports;
 }
 
 }  // namespace
@@ -81,24 +91,56 @@ Status JobProcesses::StartStore() {
     store_spec_ = "local:" + run_.File("store");
     return Status::OK();
   }
-  int client = FreePort(), peer = FreePort();
-  std::string c = "http://127.0.0.1:" + std::to_string(client);
-  std::string p = "http://127.0.0.1:" + std::to_string(peer);
-  FABPS_RETURN_IF_ERROR(group_.Start(
-      "etcd",
-      {"/usr/bin/etcd", "--name", "fabps", "--data-dir", run_.File("etcd"),
-       "--listen-client-urls", c, "--advertise-client-urls", c,
-       "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
-       "--initial-cluster", "fabps=" + p},
-      run_.Log("etcd")));
-  store_spec_ = "etcd:" + c;
-  std::this_thread::sleep_for(std::chrono::milliseconds(1500));
-  group_.Reap();
-  if (!group_.Find("etcd")->running) {
-    return Status::Unavailable("etcd did not start:\n" +
-                               TailOfFile(run_.Log("etcd"), 20));
+  // A port chosen free can be taken before etcd binds it: etcd then exits
+  // saying so and starts again on new ports (and a fresh data directory).
+  constexpr int kTries = 3;
+  for (int attempt = 1;; ++attempt) {
+    std::vector<int> ports = FreePorts(2);
+    if (ports.empty()) return Status::Unavailable("no free loopback port");
+    std::string c = "http://127.0.0.1:" + std::to_string(ports[0]);
+    std::string p = "http://127.0.0.1:" + std::to_string(ports[1]);
+    std::error_code ignored;
+    std::filesystem::remove_all(run_.File("etcd"), ignored);
+    FABPS_RETURN_IF_ERROR(group_.Start(
+        "etcd",
+        {"/usr/bin/etcd", "--name", "fabps", "--data-dir", run_.File("etcd"),
+         "--listen-client-urls", c, "--advertise-client-urls", c,
+         "--listen-peer-urls", p, "--initial-advertise-peer-urls", p,
+         "--initial-cluster", "fabps=" + p},
+        run_.Log("etcd")));
+    store_spec_ = "etcd:" + c;
+    Status s = WaitForEtcd(30000);
+    if (s.ok() || s.code() != Status::Code::kUnavailable ||
+        s.message().find("address already in use") == std::string::npos ||
+        attempt == kTries) {
+      return s;
+    }
   }
-  return Status::OK();
+}
+
+Status JobProcesses::WaitForEtcd(int timeout_ms) {
+  coord::StoreOptions o;
+  o.spec = store_spec_;
+  o.job = f_.job;
+  FABPS_ASSIGN_OR_RETURN(std::unique_ptr<coord::Store> store,
+                         coord::OpenStore(o));
+  const Deadline end = Deadline::InMs(timeout_ms);
+  for (;;) {
+    group_.Reap();
+    const Child* c = group_.Find("etcd");
+    if (!c->running) {
+      return Status::Unavailable("etcd did not start:\n" +
+                                 TailOfFile(c->log, 20));
+    }
+    Status s = store->Get("launch/probe", Deadline::InMs(1000)).status();
+    if (s.ok() || s.code() == Status::Code::kNotFound) return Status::OK();
+    if (end.Expired()) {
+      return Status::TimedOut(
+          "etcd did not answer within " + std::to_string(timeout_ms) + " ms (" +
+          s.ToString() + "); its log:\n" + TailOfFile(c->log, 20));
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
 }
 
 Status JobProcesses::StartMasters() {

@@ -2,7 +2,8 @@
 // in the ProcessGroup: helpers that run to their end (a converter), the
 // store (the embedded local store, an etcd given or one started), the two
 // masters, the pservers and the trainers, each logging to the run
-// directory. A daemon counts as started once it wrote its port file.
+// directory. A daemon counts as started once it wrote its port file; an
+// etcd started here once it answers.
 //
 // Thread safety: the launcher's main thread only.
 #ifndef FABPS_CMD_LAUNCH_JOB_PROCESSES_H_
@@ -45,6 +46,10 @@ class JobProcesses {
   // Waits until `name` wrote its port file; Unavailable when it exited
   // first, TimedOut after timeout_ms, each with its log's tail.
   Status WaitForPortFile(const std::string& name, int timeout_ms);
+  // Waits until the etcd started under "etcd" answers a read of the store
+  // (store_spec_); Unavailable with its log's tail when it exited first,
+  // TimedOut after timeout_ms.
+  Status WaitForEtcd(int timeout_ms);
 
   const LaunchFlags& f_;
   const RunDir& run_;
