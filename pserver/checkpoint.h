@@ -108,7 +108,6 @@ Result<std::vector<CheckpointInfo>> ListCheckpoints(const std::string& dir,
 // first. Names that do not parse are ignored.
 Result<std::vector<CheckpointInfo>> ListAllCheckpoints(const std::string& dir);
 
-
 // What the store recorded about the newest checkpoint
 // (coord/protocol/checkpoint_record.h): before a file of that name is
 // loaded its header CRC (which file it is: sequence and write time) and

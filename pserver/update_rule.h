@@ -32,8 +32,8 @@
 #include <string>
 
 #include "base/status.h"
-#include "pserver/protocol_types.h"
 #include "protocol/rule_config.h"
+#include "pserver/protocol_types.h"
 
 namespace fabps::pserver {
 

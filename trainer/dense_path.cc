@@ -14,9 +14,9 @@ template <class Fn>
 Result<std::shared_ptr<TransferHandle>> DensePath::EachBlock(
     const std::vector<ParamBuffer>& buffers, Fn&& block) {
   auto handle = std::make_shared<TransferHandle>();
-  FABPS_RETURN_IF_ERROR(s_.Note(WalkBlocks(
-      s_.layout(), s_.fabric().cache(), buffers,
-      [&](const BlockSpan& b) { return block(b, handle); })));
+  FABPS_RETURN_IF_ERROR(s_.Note(
+      WalkBlocks(s_.layout(), s_.fabric().cache(), buffers,
+                 [&](const BlockSpan& b) { return block(b, handle); })));
   return handle;
 }
 

@@ -55,9 +55,9 @@ Status PServerSession::OpenConnections(
     const std::vector<std::string>& addresses) {
   std::vector<std::unique_ptr<PServerConnection>> fresh;
   for (size_t i = 0; i < addresses.size(); i++) {
-    FABPS_ASSIGN_OR_RETURN(auto c, PServerConnection::Open(
-                                       static_cast<uint32_t>(i), addresses[i],
-                                       options_.rpc_timeout_ms));
+    FABPS_ASSIGN_OR_RETURN(
+        auto c, PServerConnection::Open(static_cast<uint32_t>(i), addresses[i],
+                                        options_.rpc_timeout_ms));
     fresh.push_back(std::move(c));
   }
   conns_ = std::move(fresh);
@@ -69,9 +69,8 @@ Status PServerSession::OpenEndpoint() {
   FABPS_ASSIGN_OR_RETURN(
       endpoint_, fabric_->CreateEndpoint(transport::ProgressMode::kThread));
   PushSlots* table = slots_.get();
-  endpoint_->SetImmediateHandler([table](const transport::ImmediateEvent& e) {
-    table->OnCredit(e.data);
-  });
+  endpoint_->SetImmediateHandler(
+      [table](const transport::ImmediateEvent& e) { table->OnCredit(e.data); });
   return Status::OK();
 }
 
@@ -232,9 +231,9 @@ Status PServerSession::WriteIntoSlot(uint32_t ps, uint32_t slot,
                                      Deadline deadline) {
   const Peer& p = peers_[ps];
   h->AddCreditPart();
-  auto w = endpoint_->Write(p.id, region, offset, len, p.reg.landing,
-                            remote_offset, protocol::wire::EncodePush(imm),
-                            deadline);
+  auto w =
+      endpoint_->Write(p.id, region, offset, len, p.reg.landing, remote_offset,
+                       protocol::wire::EncodePush(imm), deadline);
   if (!w.ok()) {
     slots_->Release(ps, slot);
     h->PartDone(w.status());

@@ -36,8 +36,7 @@ class RowsPath {
   // this trainer's share of the step, empty where no row falls in it.
   Result<std::shared_ptr<TransferHandle>> Send(const std::string& name,
                                                const int64_t* ids, size_t n,
-                                               const void* values,
-                                               size_t bytes,
+                                               const void* values, size_t bytes,
                                                std::optional<uint64_t> step,
                                                Deadline deadline);
   // A rows read into `values`; the handle's finish copies the rows out of

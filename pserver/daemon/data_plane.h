@@ -62,8 +62,8 @@
 
 #include "base/status.h"
 #include "metrics/registry.h"
-#include "pserver/shard.h"
 #include "pserver/protocol_types.h"
+#include "pserver/shard.h"
 #include "transport/fabric.h"
 
 namespace fabps::pserver {

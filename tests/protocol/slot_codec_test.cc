@@ -81,20 +81,28 @@ TEST_F(SlotCodecTest, EncodersWriteTheDocumentedBytes) {
   const uint64_t ids[2] = {5, 4};
   EXPECT_EQ(EncodeRowsSlot(slot_.data(), PushKind::kRows, 1, 99, ids, 2), 32u);
   EXPECT_EQ(Hex(slot_.data(), 32),
-            "a600000001000000" "0200000000000000"
-            "0500000000000000" "0400000000000000");
+            "a600000001000000"
+            "0200000000000000"
+            "0500000000000000"
+            "0400000000000000");
   EXPECT_EQ(EncodeRowsSlot(slot_.data(), PushKind::kRowsRead, 1, 99, ids, 1),
             24u);
   EXPECT_EQ(Hex(slot_.data(), 24),
-            "a700000001000000" "0100000000000000" "0500000000000000");
+            "a700000001000000"
+            "0100000000000000"
+            "0500000000000000");
   EXPECT_EQ(EncodeRowsSlot(slot_.data(), PushKind::kRowsStep, 1, 77, ids, 2),
             40u);
   EXPECT_EQ(Hex(slot_.data(), 40),
-            "a900000001000000" "4d00000000000000" "0200000000000000"
-            "0500000000000000" "0400000000000000");
+            "a900000001000000"
+            "4d00000000000000"
+            "0200000000000000"
+            "0500000000000000"
+            "0400000000000000");
   EncodeDenseStepHeader(slot_.data(), 258, 0x0102030405060708);
   EXPECT_EQ(Hex(slot_.data(), kStepHeaderBytes),
-            "a800000002010000" "0807060504030201");
+            "a800000002010000"
+            "0807060504030201");
   EXPECT_EQ(RowsSlotBytes(PushKind::kRows, 2, 16), 64u);
   EXPECT_EQ(RowsSlotBytes(PushKind::kRowsStep, 2, 16), 72u);
   EXPECT_EQ(RowsSlotBytesForBlock(block_, 4), 16u + 4 * (8 + 16));
@@ -123,8 +131,8 @@ TEST_F(SlotCodecTest, ParsersReadWhatTheEncodersWrote) {
     EXPECT_EQ(id1, 4u);
     if (kind == PushKind::kRowsRead) continue;
     // The rows of a push are the sparse-rows format at sparse_offset.
-    auto sparse = ParseSparseRows(at + r->sparse_offset, r->sparse_bytes(16),
-                                  block_, 4);
+    auto sparse =
+        ParseSparseRows(at + r->sparse_offset, r->sparse_bytes(16), block_, 4);
     ASSERT_TRUE(sparse.ok()) << sparse.status().ToString();
     EXPECT_EQ(sparse->num_rows, 3u);
     EXPECT_EQ(sparse->row_ids[2], 7u);
@@ -142,19 +150,18 @@ TEST_F(SlotCodecTest, RowsHeaderMustAgreeWithTheWordAndFitTheSlot) {
   EXPECT_TRUE(Lie(rows, 1, 1, PushKind::kRows).ok());
   EXPECT_TRUE(Lie(rows, 1, 4, PushKind::kRows).ok());  // every row once
   EXPECT_TRUE(Lie(read, 1, 4, PushKind::kRowsRead).ok());
-  EXPECT_FALSE(Lie(read, 1, 1, PushKind::kRows).ok());           // kind lies
-  EXPECT_FALSE(Lie(rows, 2, 1, PushKind::kRows).ok());           // block lies
-  EXPECT_FALSE(Lie(rows, 1, 0, PushKind::kRows).ok());           // no rows
-  EXPECT_FALSE(Lie(rows, 1, 5, PushKind::kRows).ok());           // too many
+  EXPECT_FALSE(Lie(read, 1, 1, PushKind::kRows).ok());             // kind lies
+  EXPECT_FALSE(Lie(rows, 2, 1, PushKind::kRows).ok());             // block lies
+  EXPECT_FALSE(Lie(rows, 1, 0, PushKind::kRows).ok());             // no rows
+  EXPECT_FALSE(Lie(rows, 1, 5, PushKind::kRows).ok());             // too many
   EXPECT_FALSE(Lie(rows, 1, ~uint64_t{0}, PushKind::kRows).ok());  // overflow
   EXPECT_FALSE(Lie(rows, 1, uint64_t{1} << 61, PushKind::kRows).ok());
   Status s = Lie(rows, 1, 5, PushKind::kRows).status();
   EXPECT_EQ(s.code(), Status::Code::kInvalidArgument);
   EXPECT_NE(s.message().find("block 1"), std::string::npos) << s.ToString();
-  EXPECT_FALSE(
-      ParseRowsSlot(slot_.data(), kRowsHeaderBytes - 1, PushKind::kRows,
-                    block_, 4)
-          .ok());
+  EXPECT_FALSE(ParseRowsSlot(slot_.data(), kRowsHeaderBytes - 1,
+                             PushKind::kRows, block_, 4)
+                   .ok());
 }
 
 // A sync step's rows (0xA9): the step header must agree with the word,
@@ -186,7 +193,8 @@ TEST_F(SlotCodecTest, StepRowsHeaderMustAgreeWithTheWordAndFitTheSlot) {
     EXPECT_EQ(s.code(), Status::Code::kInvalidArgument) << count;
     EXPECT_NE(s.message().find("block 1"), std::string::npos) << s.ToString();
   }
-  EXPECT_FALSE(ParseRowsSlot(slot_.data(), RowsIdsOffset(PushKind::kRowsStep) - 1,
+  EXPECT_FALSE(ParseRowsSlot(slot_.data(),
+                             RowsIdsOffset(PushKind::kRowsStep) - 1,
                              PushKind::kRowsStep, block_, 4)
                    .ok());
 }

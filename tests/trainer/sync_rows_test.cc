@@ -16,10 +16,10 @@
 #include <thread>
 #include <vector>
 
-#include "pserver/shard.h"
-#include "pserver/sparse_rows.h"
 #include "protocol/slot_codec.h"
 #include "protocol/wire.h"
+#include "pserver/shard.h"
+#include "pserver/sparse_rows.h"
 #include "tests/trainer/c_client.h"
 #include "tests/trainer/pserver_cluster.h"
 #include "tests/trainer/raw_trainer.h"
@@ -255,7 +255,8 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
     for (uint64_t i = 0; i < ids_written; i++) {
       uint64_t id = row + i;
       std::memcpy(raw.buf.data() +
-                      protocol::RowsIdsOffset(wire::PushKind::kRowsStep) + 8 * i,
+                      protocol::RowsIdsOffset(wire::PushKind::kRowsStep) +
+                      8 * i,
                   &id, 8);
     }
     std::vector<float> ones(ids_written * kDim, 1.0f);
@@ -263,7 +264,7 @@ TEST_P(SyncRowsTest, ForgedStaleAndFarAheadRowsAreRefused) {
                                      wire::PushKind::kRowsStep, ids_written),
                 ones.data(), ones.size() * 4);
     return protocol::RowsSlotBytes(wire::PushKind::kRowsStep, ids_written,
-                                  kDim * 4);
+                                   kDim * 4);
   };
   const uint32_t kStepRows = static_cast<uint32_t>(wire::PushKind::kRowsStep);
   struct Forged {
