@@ -59,10 +59,8 @@ if __name__ == "__main__" and _log_format_of(sys.argv) in ("text", "json"):
     os.environ["FABPS_LOG_FORMAT"] = _log_format_of(sys.argv)
 
 import argparse  # noqa: E402
-import glob  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
-import re  # noqa: E402
 import time  # noqa: E402
 
 import numpy as np  # noqa: E402
@@ -73,137 +71,100 @@ import fabps.log  # noqa: E402
 import fabps.torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The metrics lines' writer is the Fashion-MNIST torch example's (the build
-# copies it here too).
+# The metrics lines' writer and the flag types are the Fashion-MNIST torch
+# example's (the build copies them here too).
 sys.path.append(os.path.join(HERE, "..", "fashion_mnist_torch"))
 import ctr_model  # noqa: E402
 import metrics  # noqa: E402
+import trainer_common as common  # noqa: E402
 
 PROGRAM = "fabps-ctr-torch"
 MAX_LOST_STEPS_IN_A_ROW = 30
 TABLE_INITS = ("zeros", "uniform", "normal")
 
 
-def _ranged(kind, lo, hi):
-    def check(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(
-                f"'{text}' is not a {kind.__name__}")
-        if not lo <= v <= hi:  # NaN fails too
-            raise argparse.ArgumentTypeError(
-                f"Value {text} not in range {lo} to {hi}")
-        return v
-    return check
-
-
-def _host_port(text):
-    if text == "":  # the default: argparse converts string defaults too
-        return text
-    m = re.fullmatch(r"(.+):(\d{1,5})", text)
-    if not m or not 1 <= int(m.group(2)) <= 65535:
-        raise argparse.ArgumentTypeError(f"'{text}' is not host:port "
-                                         "(port in 1..65535)")
-    return text
-
-
-def _list_of(check):
-    def parse(text):
-        return [check(t) for t in text.split(",")]
-    return parse
-
-
-class _Parser(argparse.ArgumentParser):
-    """One line on a bad flag, as the C++ trainers print (no usage dump)."""
-
-    def error(self, message):
-        print(f"{PROGRAM}: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse_flags(argv):
     """The flags of examples/ctr/trainer_flags.cc (and the hashed table's),
     validated; exits 2 naming the flag."""
-    p = _Parser(
+    p = common.Parser(
         prog=PROGRAM,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Trains a CTR model (hashed-feature embedding table + "
                     "MLP, logistic loss) with fabps and PyTorch")
     a = p.add_argument
-    a("--master", type=_host_port, default="",
+    a("--master", type=common.host_port, default="",
       help="master address (default: master/addr in --store)")
-    a("--pservers", type=_list_of(_host_port), default=[],
+    a("--pservers", type=common.list_of(common.host_port), default=[],
       help="pserver addresses, in index order (default: in --store)")
     a("--provider", default="auto",
       help="fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets")
     a("--interface", default="", help="fabric interface address")
-    a("--trainer-id", type=_ranged(int, 0, 1_000_000), default=0,
+    a("--trainer-id", type=common.ranged(int, 0, 1_000_000), default=0,
       help="this trainer's number")
-    a("--dataset", type=_list_of(str), required=True,
+    a("--dataset", type=common.list_of(str), required=True,
       help="training shards of fabps-ctr-gen (glob; several separated by "
            "commas)")
     a("--test-data", default="",
       help="test shards (directory or glob) for the test AUC, computed by "
            "trainer 0")
-    a("--passes", type=_ranged(int, 1, 10_000), default=3)
-    a("--batch", type=_ranged(int, 1, 65536), default=256,
+    a("--passes", type=common.ranged(int, 1, 10_000), default=3)
+    a("--batch", type=common.ranged(int, 1, 65536), default=256,
       help="impressions per mini-batch")
-    a("--fields", type=_ranged(int, 1, ctr_model.MAX_FIELDS), default=8,
+    a("--fields", type=common.ranged(int, 1, ctr_model.MAX_FIELDS), default=8,
       help="fields per impression (records with another count are skipped)")
-    a("--hidden", type=_ranged(int, 1, 4096), default=32,
+    a("--hidden", type=common.ranged(int, 1, 4096), default=32,
       help="hidden units of the MLP")
-    a("--table-rows", type=_ranged(int, 1, 1 << 28), default=1 << 22,
+    a("--table-rows", type=common.ranged(int, 1, 1 << 28), default=1 << 22,
       help="--table fixed: rows of the embedding table (ids folded by id "
            "%% rows)")
     a("--rule", choices=fabps.Rule.KINDS, default="adagrad",
       help="update rule of every parameter")
-    a("--emb-lr", type=_ranged(float, 1e-9, 100.0), default=0.05,
+    a("--emb-lr", type=common.ranged(float, 1e-9, 100.0), default=0.05,
       help="learning rate of the embedding table")
-    a("--lr", type=_ranged(float, 1e-9, 100.0), default=0.02,
+    a("--lr", type=common.ranged(float, 1e-9, 100.0), default=0.02,
       help="learning rate of the MLP")
-    a("--seed", type=_ranged(int, 0, (1 << 64) - 1), default=1,
+    a("--seed", type=common.ranged(int, 0, (1 << 64) - 1), default=1,
       help="seed of the parameter initialization")
-    a("--block-elements", type=_ranged(int, 16, 1 << 28), default=1 << 22,
+    a("--block-elements", type=common.ranged(int, 16, 1 << 28), default=1 << 22,
       help="parameter block size on the pservers, in elements")
     a("--store", default="", help="coordination store")
     a("--job", default="default")
     a("--metrics-file", default="")
-    a("--progress-seconds", type=_ranged(float, 0.01, 3600.0), default=1.0)
-    a("--eval-batch", type=_ranged(int, 1, 65536), default=4096,
+    a("--progress-seconds", type=common.ranged(float, 0.01, 3600.0), default=1.0)
+    a("--eval-batch", type=common.ranged(int, 1, 65536), default=4096,
       help="impressions per evaluation batch")
-    a("--timeout-ms", type=_ranged(int, 100, 3_600_000), default=60_000,
+    a("--timeout-ms", type=common.ranged(int, 100, 3_600_000), default=60_000,
       help="deadline of each pserver call, ms")
     a("--mode", choices=("async", "sync"), default="async",
       help="async only here (sync: the C++ trainer)")
-    a("--step-wait-ms", type=_ranged(int, 100, 3_600_000), default=120_000,
+    a("--step-wait-ms", type=common.ranged(int, 100, 3_600_000), default=120_000,
       help="with --mode sync (not supported here)")
     # The hashed table (the C++ trainer's flags of the same names).
     a("--table", choices=("hashed", "fixed"), default="hashed",
       help="hashed: a fabps.HashedTable keyed by the raw 64-bit feature "
            "ids; fixed: [--table-rows, 16], ids folded by id %% rows")
-    a("--buckets", type=_ranged(int, 1, 1 << 16), default=16,
+    a("--buckets", type=common.ranged(int, 1, 1 << 16), default=16,
       help="--table hashed: buckets (spread over the pservers)")
-    a("--admit-after", type=_ranged(int, 1, 255), default=1,
+    a("--admit-after", type=common.ranged(int, 1, 255), default=1,
       help="--table hashed: a row is created at an id's N-th push")
-    a("--ttl-seconds", type=_ranged(int, 0, 315_360_000), default=0,
+    a("--ttl-seconds", type=common.ranged(int, 0, 315_360_000), default=0,
       help="--table hashed: rows not updated this long are dropped (0: "
            "never)")
-    a("--table-budget-mb", type=_ranged(int, 0, 1 << 24), default=0,
+    a("--table-budget-mb", type=common.ranged(int, 0, 1 << 24), default=0,
       help="--table hashed: MiB of rows per pserver, the least recently "
            "updated dropped past it (0: no budget)")
     a("--table-init", choices=TABLE_INITS, default="uniform",
       help="--table hashed: a new row's values: zeros, uniform in [-scale, "
            "scale) or normal (deviation scale), drawn from --seed and the id "
            "(a fixed table starts as the C++ trainer's: uniform, 0.01)")
-    a("--table-init-scale", type=_ranged(float, 0.0, 100.0),
+    a("--table-init-scale", type=common.ranged(float, 0.0, 100.0),
       default=ctr_model.EMBEDDING_INIT_SCALE,
       help="--table hashed: the scale of --table-init")
     a("--log-format", choices=("text", "json"),
       default=os.environ.get("FABPS_LOG_FORMAT") or "text",
       help="log lines as text or as JSON lines (FABPS_LOG_FORMAT)")
     # Only here (not in the C++ trainer):
-    a("--threads", type=_ranged(int, 1, 256), default=1,
+    a("--threads", type=common.ranged(int, 1, 256), default=1,
       help="torch.set_num_threads")
     a("--no-prefetch", action="store_true",
       help="read a batch's rows in its forward, not during the previous "
@@ -211,17 +172,9 @@ def parse_flags(argv):
     c = p.parse_args(argv)
 
     def fail(flag, message):
-        print(f"{PROGRAM}: {flag}: {message}", file=sys.stderr)
-        sys.exit(2)
+        common.fail(PROGRAM, flag, message)
 
-    if not c.master and not c.store:
-        fail("--master", "required when --store is not given")
-    if not c.pservers and not c.store:
-        fail("--pservers", "required when --store is not given")
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", c.job):
-        fail("--job", f"'{c.job}' is not [A-Za-z0-9._-]{{1,64}}")
-    if any(not g for g in c.dataset):
-        fail("--dataset", "empty glob")
+    common.check_connection_flags(PROGRAM, c)
     if c.mode == "sync":
         fail("--mode", "sync is not supported by the PyTorch trainer "
                        "(fabps.torch has no sync steps); use "
@@ -232,21 +185,6 @@ def parse_flags(argv):
     except fabps.Error as e:
         fail("--rule", str(e))
     return c
-
-
-def expand_data_files(dir_or_glob):
-    """The files --test-data names, as the C++ ExpandDataFiles: a directory
-    means its regular files not starting with '.' nor ending with '.tmp';
-    anything else is a glob. Sorted; FileNotFoundError when none."""
-    if os.path.isdir(dir_or_glob):
-        files = [os.path.join(dir_or_glob, n) for n in os.listdir(dir_or_glob)
-                 if not n.startswith(".") and not n.endswith(".tmp")]
-    else:
-        files = glob.glob(dir_or_glob)
-    files = sorted(f for f in files if os.path.isfile(f))
-    if not files:
-        raise FileNotFoundError("no data files match " + dir_or_glob)
-    return files
 
 
 class Batches:
@@ -362,7 +300,7 @@ class Trainer:
 
     def load_test_set(self):
         cfg = self.cfg
-        files = expand_data_files(cfg.test_data)
+        files = common.expand_data_files(cfg.test_data)
         records = []
         for f in files:
             records += fabps.read_records(f)

@@ -9,9 +9,7 @@ Also reads the Debian package's IDX files directly (for the DDP reference of
 bench/, which has no master to hand out records).
 """
 
-import glob
 import gzip
-import os
 import struct
 
 import numpy as np
@@ -68,23 +66,6 @@ def records_to_tensors(records):
     x = torch.from_numpy(raw[:, 1:].astype(np.float32) / 255.0)
     labels = torch.from_numpy(raw[:, 0].astype(np.int64))
     return x, labels, len(records) - len(good)
-
-
-def expand_data_files(dir_or_glob):
-    """The files --test-data names, as the C++ ExpandDataFiles: a directory
-    means its regular files not starting with '.' nor ending with '.tmp';
-    anything else is a glob. Sorted; FileNotFoundError when none."""
-    if os.path.isdir(dir_or_glob):
-        files = [
-            os.path.join(dir_or_glob, n) for n in os.listdir(dir_or_glob)
-            if n and not n.startswith(".") and not n.endswith(".tmp")
-        ]
-    else:
-        files = glob.glob(dir_or_glob)
-    files = sorted(f for f in files if os.path.isfile(f))
-    if not files:
-        raise FileNotFoundError("no data files match " + dir_or_glob)
-    return files
 
 
 def _read_idx(path, magic):

@@ -37,7 +37,6 @@ os.environ.setdefault("OMP_NUM_THREADS", "1")
 import argparse  # noqa: E402
 import logging  # noqa: E402
 import math  # noqa: E402
-import re  # noqa: E402
 import sys  # noqa: E402
 import time  # noqa: E402
 import fnmatch  # noqa: E402
@@ -50,6 +49,7 @@ import fabps.torch  # noqa: E402
 
 import data  # noqa: E402
 import metrics  # noqa: E402
+import trainer_common as common  # noqa: E402
 import model as mlp  # noqa: E402
 
 PROGRAM = "fabps-fashion-mnist-torch"
@@ -58,81 +58,45 @@ MAX_LOST_STEPS_IN_A_ROW = 30
 BUCKET_BYTES = 0
 
 
-def _ranged(kind, lo, hi):
-    def check(text):
-        try:
-            v = kind(text)
-        except ValueError:
-            raise argparse.ArgumentTypeError(f"'{text}' is not a {kind.__name__}")
-        if not lo <= v <= hi:
-            raise argparse.ArgumentTypeError(f"Value {text} not in range {lo} to {hi}")
-        return v
-    return check
-
-
-def _host_port(text):
-    if text == "":  # the default: argparse converts string defaults too
-        return text
-    m = re.fullmatch(r"(.+):(\d{1,5})", text)
-    if not m or not 1 <= int(m.group(2)) <= 65535:
-        raise argparse.ArgumentTypeError(f"'{text}' is not host:port "
-                                         "(port in 1..65535)")
-    return text
-
-
-def _list_of(check):
-    def parse(text):
-        return [check(t) for t in text.split(",")]
-    return parse
-
-
-class _Parser(argparse.ArgumentParser):
-    """One line on a bad flag, as the C++ trainers print (no usage dump)."""
-
-    def error(self, message):
-        print(f"{PROGRAM}: {message}", file=sys.stderr)
-        sys.exit(2)
-
-
 def parse_flags(argv):
     """The flags of trainer_flags.cc, validated; exits 2 naming the flag."""
-    p = _Parser(
+    p = common.Parser(
         prog=PROGRAM,
         formatter_class=argparse.ArgumentDefaultsHelpFormatter,
         description="Trains a 784-256-128-10 MLP on Fashion-MNIST with fabps "
                     "and PyTorch")
     a = p.add_argument
-    a("--master", type=_host_port, default="",
+    a("--master", type=common.host_port, default="",
       help="master address (default: master/addr in --store)")
-    a("--pservers", type=_list_of(_host_port), default=[],
+    a("--pservers", type=common.list_of(common.host_port), default=[],
       help="pserver addresses, in index order (default: in --store)")
     a("--provider", default="auto",
       help="fabric: auto, verbs;ofi_rxm, tcp;ofi_rxm, shm, sockets")
     a("--interface", default="", help="fabric interface address")
-    a("--trainer-id", type=_ranged(int, 0, 1_000_000), default=0)
-    a("--dataset", type=_list_of(str), required=True,
+    a("--trainer-id", type=common.ranged(int, 0, 1_000_000), default=0)
+    a("--dataset", type=common.list_of(str), required=True,
       help="training shards (glob; several separated by commas)")
     a("--test-data", default="", help="test shards (directory or glob)")
-    a("--passes", type=_ranged(int, 1, 10_000), default=5)
-    a("--batch", type=_ranged(int, 1, 65536), default=64)
+    a("--passes", type=common.ranged(int, 1, 10_000), default=5)
+    a("--batch", type=common.ranged(int, 1, 65536), default=64)
     a("--rule", choices=RULES, default="sgd")
-    a("--lr", type=_ranged(float, 1e-9, 100.0), default=0.05)
-    a("--momentum", type=_ranged(float, 0.0, 0.999999), default=0.9)
-    a("--lr-final", type=_ranged(float, 0.0, 100.0), default=-1.0)
-    a("--lr-decay-steps", type=_ranged(int, 0, 1 << 40), default=0)
-    a("--seed", type=_ranged(int, 0, (1 << 64) - 1), default=1)
-    a("--block-elements", type=_ranged(int, 1, 1 << 32), default=65536)
+    a("--lr", type=common.ranged(float, 1e-9, 100.0), default=0.05)
+    a("--momentum", type=common.ranged(float, 0.0, 0.999999), default=0.9)
+    a("--lr-final", type=common.ranged(float, 0.0, 100.0), default=-1.0)
+    a("--lr-decay-steps", type=common.ranged(int, 0, 1 << 40), default=0)
+    a("--seed", type=common.ranged(int, 0, (1 << 64) - 1), default=1)
+    a("--block-elements", type=common.ranged(int, 1, 1 << 32), default=65536)
     a("--store", default="", help="coordination store")
     a("--job", default="default")
     a("--metrics-file", default="")
-    a("--progress-seconds", type=_ranged(float, 0.01, 3600.0), default=1.0)
-    a("--progress-batches", type=_ranged(int, 0, 1_000_000_000), default=0)
-    a("--eval-batch", type=_ranged(int, 1, 65536), default=1000)
-    a("--timeout-ms", type=_ranged(int, 100, 3_600_000), default=60_000)
+    a("--progress-seconds", type=common.ranged(float, 0.01, 3600.0), default=1.0)
+    a("--progress-batches", type=common.ranged(int, 0, 1_000_000_000), default=0)
+    a("--eval-batch", type=common.ranged(int, 1, 65536), default=1000)
+    a("--timeout-ms", type=common.ranged(int, 100, 3_600_000), default=60_000)
     # Only here (not in the C++ trainer):
-    a("--threads", type=_ranged(int, 1, 256), default=1,
+    a("--threads", type=common.ranged(int, 1, 256), default=1,
       help="torch.set_num_threads")
-    a("--bucket-bytes", type=_ranged(int, 0, 1 << 40), default=BUCKET_BYTES,
+    a("--bucket-bytes", type=common.ranged(int, 0, 1 << 40), default=BUCKET_BYTES,
       help="gradients pushed (and parameters pulled) in groups of layers "
            "of at least this many bytes, output layer first; 0: per layer")
     a("--no-overlap-pull", action="store_true",
@@ -140,17 +104,9 @@ def parse_flags(argv):
     c = p.parse_args(argv)
 
     def fail(flag, message):
-        print(f"{PROGRAM}: {flag}: {message}", file=sys.stderr)
-        sys.exit(2)
+        common.fail(PROGRAM, flag, message)
 
-    if not c.master and not c.store:
-        fail("--master", "required when --store is not given")
-    if not c.pservers and not c.store:
-        fail("--pservers", "required when --store is not given")
-    if not re.fullmatch(r"[A-Za-z0-9._-]{1,64}", c.job):
-        fail("--job", f"'{c.job}' is not [A-Za-z0-9._-]{{1,64}}")
-    if any(not g for g in c.dataset):
-        fail("--dataset", "empty glob")
+    common.check_connection_flags(PROGRAM, c)
     if not c.store and c.trainer_id == 0 and not c.test_data:
         fail("--test-data", "required for trainer 0, the evaluator when "
                             "--store is not given")
@@ -173,7 +129,7 @@ def parse_flags(argv):
 
 
 def load_test_set(cfg, log):
-    files = data.expand_data_files(cfg.test_data)
+    files = common.expand_data_files(cfg.test_data)
     for f in files:  # test shards also trained on: a meaningless accuracy
         for g in cfg.dataset:
             if fnmatch.fnmatchcase(f, g):
