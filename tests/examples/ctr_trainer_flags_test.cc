@@ -2,8 +2,6 @@
 // table (--table hashed or fixed), ends it with exit code 2 and one line
 // naming the flag, before it connects anywhere.
 #include <gtest/gtest.h>
-#include <sys/wait.h>
-#include <unistd.h>
 
 #include <algorithm>
 #include <string>
@@ -46,14 +44,10 @@ TEST(CtrTrainerFlagsTest, BadFlagsGiveOneLineNamingTheFlag) {
         "--master",
         "127.0.0.1:1"};
     argv.insert(argv.end(), c.args.begin(), c.args.end());
-    std::string log = dir.File("flags.log");
-    ::unlink(log.c_str());
-    auto p = Subprocess::Start(argv, log);
-    ASSERT_TRUE(p.ok());
-    auto st = p->Wait(20'000);
-    ASSERT_TRUE(st.ok());
-    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << c.expect;
-    std::string out = ReadFileOrEmpty(log);
+    auto run = RunToExit(argv, dir.File("flags.log"), 20'000);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->code, 2) << c.expect;
+    const std::string& out = run->output;
     EXPECT_NE(out.find("fabps-ctr-trainer: " + c.expect + ":"),
               std::string::npos)
         << out;

@@ -345,14 +345,10 @@ TEST(FashionMnistTrainerFlagsTest, BadFlagsGiveOneLineNamingTheFlag) {
     if (!has_pservers) argv.insert(argv.end(), {"--pservers", "127.0.0.1:1"});
     if (!has_master) argv.insert(argv.end(), {"--master", "127.0.0.1:1"});
     argv.insert(argv.end(), c.args.begin(), c.args.end());
-    std::string log = dir.File("flags.log");
-    ::unlink(log.c_str());
-    auto p = Subprocess::Start(argv, log);
-    ASSERT_TRUE(p.ok());
-    auto st = p->Wait(20'000);
-    ASSERT_TRUE(st.ok());
-    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 2) << c.expect;
-    std::string out = ReadFileOrEmpty(log);
+    auto run = RunToExit(argv, dir.File("flags.log"), 20'000);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->code, 2) << c.expect;
+    const std::string& out = run->output;
     EXPECT_NE(out.find(c.expect), std::string::npos) << out;
     EXPECT_EQ(std::count(out.begin(), out.end(), '\n'), 1) << out;
   }

@@ -77,15 +77,10 @@ TEST(DaemonFlags, PserverWhoseFabricDoesNotOpenSaysWhy) {
         testing::BuiltBinary("pserver/daemon/fabps-pserver"), "--port", "0",
         "--checkpoint-dir", dir.File("ckpt")};
     argv.insert(argv.end(), c.flags.begin(), c.flags.end());
-    auto p = testing::Subprocess::Start(argv, dir.File("log"));
-    ASSERT_TRUE(p.ok());
-    auto st = p->Wait(30000);
-    ASSERT_TRUE(st.ok());
-    std::string log = testing::ReadFileOrEmpty(dir.File("log"));
-    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1)
-        << "status " << *st << "\n"
-        << log;
-    EXPECT_NE(log.find(c.says), std::string::npos) << log;
+    auto run = testing::RunToExit(argv, dir.File("log"), 30000);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    EXPECT_EQ(run->code, 1) << "(-1: ended by a signal)\n" << run->output;
+    EXPECT_NE(run->output.find(c.says), std::string::npos) << run->output;
   }
 }
 

@@ -1,7 +1,6 @@
 // fabps-doctor as a person runs it: real binary, real providers.
 #include <gtest/gtest.h>
 #include <sys/resource.h>
-#include <sys/wait.h>
 #include <unistd.h>
 
 #include <string>
@@ -12,19 +11,16 @@
 namespace fabps {
 namespace {
 
-using testing::Subprocess;
 using testing::TempDir;
 
 TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
   TempDir dir;
-  auto p = Subprocess::Start(
+  auto run = testing::RunToExit(
       {testing::BuiltBinary("cmd/doctor/fabps-doctor"), "-p", "tcp;ofi_rxm"},
-      dir.File("out"));
-  ASSERT_TRUE(p.ok()) << p.status().ToString();
-  auto st = p->Wait(60000);
-  ASSERT_TRUE(st.ok()) << st.status().ToString();
-  std::string out = testing::ReadFileOrEmpty(dir.File("out"));
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << out;
+      dir.File("out"), 60000);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const std::string& out = run->output;
+  EXPECT_EQ(run->code, 0) << out;
   EXPECT_NE(out.find("tcp;ofi_rxm    works"), std::string::npos) << out;
   EXPECT_NE(out.find("RDMA devices"), std::string::npos) << out;
   EXPECT_NE(out.find("auto picks: "), std::string::npos) << out;
@@ -35,14 +31,12 @@ TEST(Doctor, ReportsProvidersDevicesAndAutoChoice) {
 
 TEST(Doctor, UnknownProviderFailsClearly) {
   TempDir dir;
-  auto p = Subprocess::Start(
+  auto run = testing::RunToExit(
       {testing::BuiltBinary("cmd/doctor/fabps-doctor"), "-p", "bogus"},
-      dir.File("out"));
-  ASSERT_TRUE(p.ok());
-  auto st = p->Wait(60000);
-  ASSERT_TRUE(st.ok());
-  std::string out = testing::ReadFileOrEmpty(dir.File("out"));
-  EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 1) << out;
+      dir.File("out"), 60000);
+  ASSERT_TRUE(run.ok()) << run.status().ToString();
+  const std::string& out = run->output;
+  EXPECT_EQ(run->code, 1) << out;
   EXPECT_NE(out.find("providers that work"), std::string::npos) << out;
 }
 
@@ -64,15 +58,13 @@ TEST(Doctor, ReportsTheLockedMemoryLimit) {
         {"unlimited:unlimited", "soft unlimited, hard unlimited", false});
   for (const Case& c : cases) {
     TempDir dir;
-    auto p =
-        Subprocess::Start({"/usr/bin/prlimit", "--memlock=" + c.limit,
-                           testing::BuiltBinary("cmd/doctor/fabps-doctor")},
-                          dir.File("out"));
-    ASSERT_TRUE(p.ok()) << p.status().ToString();
-    auto st = p->Wait(60000);
-    ASSERT_TRUE(st.ok()) << st.status().ToString();
-    std::string out = testing::ReadFileOrEmpty(dir.File("out"));
-    EXPECT_TRUE(WIFEXITED(*st) && WEXITSTATUS(*st) == 0) << out;
+    auto run =
+        testing::RunToExit({"/usr/bin/prlimit", "--memlock=" + c.limit,
+                            testing::BuiltBinary("cmd/doctor/fabps-doctor")},
+                           dir.File("out"), 60000);
+    ASSERT_TRUE(run.ok()) << run.status().ToString();
+    const std::string& out = run->output;
+    EXPECT_EQ(run->code, 0) << out;
     EXPECT_NE(out.find("Locked memory (ulimit -l, what verbs may register):\n"
                        "  " +
                        c.shows + "\n"),

@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
@@ -59,6 +60,21 @@ TempDir::~TempDir() {
   if (std::getenv("FABPS_KEEP_TEST_DIRS") != nullptr) return;
   std::error_code ec;
   std::filesystem::remove_all(path_, ec);
+}
+
+Result<Exited> RunToExit(const std::vector<std::string>& argv,
+                         const std::string& log_path, int timeout_ms) {
+  ::unlink(log_path.c_str());
+  FABPS_ASSIGN_OR_RETURN(Subprocess p, Subprocess::Start(argv, log_path));
+  Result<int> st = p.Wait(timeout_ms);
+  if (!st.ok()) {
+    return Status::TimedOut(argv[0] + " still running after " +
+                            std::to_string(timeout_ms) + " ms");
+  }
+  Exited e;
+  e.code = WIFEXITED(*st) ? WEXITSTATUS(*st) : -1;
+  e.output = ReadFileOrEmpty(log_path);
+  return e;
 }
 
 std::string ReadFileOrEmpty(const std::string& path) {

@@ -36,6 +36,17 @@ class Subprocess : public ChildProcess {
   explicit Subprocess(ChildProcess c) : ChildProcess(std::move(c)) {}
 };
 
+// How a program run to its end ended: its exit code (-1 when a signal ended
+// it) and all it printed.
+struct Exited {
+  int code = -1;
+  std::string output;
+};
+// Runs `argv` to its end with its output in `log_path` (emptied first);
+// TimedOut, after killing it, when it runs past `timeout_ms`.
+Result<Exited> RunToExit(const std::vector<std::string>& argv,
+                         const std::string& log_path, int timeout_ms);
+
 // A TCP port on 127.0.0.1 that was free a moment ago (bound to port 0 and
 // released). Another process may take it before the caller binds; callers
 // that can should bind port 0 themselves and report the port.
