@@ -30,10 +30,19 @@ Also the record format (docs/formats/ctr_record.md) and the test AUC
 import ctypes
 import ctypes.util
 import math
+import os
+import sys
 
 import numpy as np
 import torch
 import torch.nn.functional as F
+
+# The dense layer (w [in, out], the pservers' layout) and the copy of values
+# into parameters are the Fashion-MNIST torch example's (beside this folder
+# in the source tree and in the build).
+sys.path.append(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..",
+                             "fashion_mnist_torch"))
+from model import Dense, load_values  # noqa: E402
 
 EMBEDDING_DIM = 16
 EMBEDDING_NAME = "emb"
@@ -187,18 +196,6 @@ def init_embedding(seed, scale, rows, dim=EMBEDDING_DIM, chunk=1 << 22):
 
 # ---- the module -------------------------------------------------------------
 
-class Dense(torch.nn.Module):
-    """out = in @ w + b with w [in, out]: the pservers' layout."""
-
-    def __init__(self, fan_in, fan_out):
-        super().__init__()
-        self.w = torch.nn.Parameter(torch.zeros(fan_in, fan_out))
-        self.b = torch.nn.Parameter(torch.zeros(fan_out))
-
-    def forward(self, x):
-        return torch.addmm(self.b, x, self.w)
-
-
 class CtrModel(torch.nn.Module):
     """The CTR model over an embedding-bag module `emb` (mode "sum", 16
     columns): forward(ids [B, F]) -> logits [B].
@@ -218,10 +215,7 @@ class CtrModel(torch.nn.Module):
 
     def load_values(self, values):
         """Copies {name: array} (MLP_NAMES) into the parameters."""
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, v in values.items():
-                params[name].copy_(torch.from_numpy(np.asarray(v)))
+        load_values(self, values)
 
     def offsets(self, bags):
         if self._offsets.numel() < bags:

@@ -71,8 +71,8 @@ import fabps.log  # noqa: E402
 import fabps.torch  # noqa: E402
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-# The metrics lines' writer and the flag types are the Fashion-MNIST torch
-# example's (the build copies them here too).
+# The metrics lines' writer, the dense layer and the flag types are the
+# Fashion-MNIST torch example's (the build copies them here too).
 sys.path.append(os.path.join(HERE, "..", "fashion_mnist_torch"))
 import ctr_model  # noqa: E402
 import metrics  # noqa: E402

@@ -102,6 +102,14 @@ class Dense(torch.nn.Module):
         return torch.addmm(self.b, x, self.w)
 
 
+def load_values(module, values):
+    """Copies {name: array} into `module`'s parameters of those names."""
+    params = dict(module.named_parameters())
+    with torch.no_grad():
+        for name, v in values.items():
+            params[name].copy_(torch.from_numpy(np.asarray(v)))
+
+
 class Mlp(torch.nn.Module):
     """784-256-128-10 with ReLU; forward returns the logits."""
 
@@ -115,10 +123,7 @@ class Mlp(torch.nn.Module):
 
     def load_values(self, values):
         """Copies {name: array} into the parameters (names as above)."""
-        params = dict(self.named_parameters())
-        with torch.no_grad():
-            for name, v in values.items():
-                params[name].copy_(torch.from_numpy(np.asarray(v)))
+        load_values(self, values)
 
     def forward(self, x):
         h = torch.relu(self.fc1(x))
